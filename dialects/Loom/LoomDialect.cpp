@@ -1,0 +1,32 @@
+//===- LoomDialect.cpp - the loom dialect ---------------------------------===//
+//
+// Registers the loom ops and attributes and materializes folded constants.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Loom/LoomOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+#include "dialects/Loom/LoomDialect.cpp.inc"
+
+void LoomDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "dialects/Loom/LoomOps.cpp.inc"
+      >();
+  registerAttributes();
+}
+
+Operation *LoomDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                            Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}

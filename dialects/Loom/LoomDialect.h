@@ -1,0 +1,37 @@
+//===- LoomDialect.h - the loom dialect -------------------------*- C++ -*-===//
+//
+// Declares the loom dialect, its enums, attributes and op interfaces. Include
+// LoomOps.h for the ops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_DIALECTS_LOOM_LOOMDIALECT_H
+#define LOOM_DIALECTS_LOOM_LOOMDIALECT_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+
+#include "dialects/Loom/LoomDialect.h.inc"
+#include "dialects/Loom/LoomEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/Loom/LoomAttrs.h.inc"
+
+namespace mlir::loom::detail {
+/// Bytes of a statically shaped tensor type (0 for anything else). Sub-byte
+/// element types round up to whole bytes per element.
+int64_t tensorBytes(Type type);
+/// Elements of a statically shaped tensor type (0 for anything else).
+int64_t numElements(Type type);
+/// Sum of tensorBytes over the operands / results of `op`.
+int64_t operandBytes(Operation *op);
+int64_t resultBytes(Operation *op);
+/// One FLOP per result element: the default for elementwise ops.
+int64_t defaultFlops(Operation *op);
+} // namespace mlir::loom::detail
+
+#include "dialects/Loom/LoomInterfaces.h.inc"
+
+#endif // LOOM_DIALECTS_LOOM_LOOMDIALECT_H

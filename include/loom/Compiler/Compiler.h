@@ -1,0 +1,51 @@
+//===- Compiler.h - the library behind loomc --------------------*- C++ -*-===//
+//
+// Loads a model (ONNX, or MLIR in the loom dialect), runs the compilation
+// pipeline up to the requested phase and writes the result. loomc is a thin
+// command-line front end over this.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_COMPILER_COMPILER_H
+#define LOOM_COMPILER_COMPILER_H
+
+#include "loom/Import/OnnxImporter.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/LLVM.h"
+
+#include <string>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace mlir::loom {
+
+/// The phases `--emit` can stop after, in pipeline order.
+enum class EmitPhase {
+  /// The imported (and, from -O1, canonicalized) loom dialect.
+  Loom,
+};
+
+struct CompilerOptions {
+  std::string inputPath;
+  EmitPhase emit = EmitPhase::Loom;
+  /// 0 keeps the imported IR as is; 1 and above canonicalize and CSE.
+  unsigned optLevel = 2;
+  OnnxImportOptions import;
+};
+
+/// Loads `options.inputPath`: `.mlir` files are parsed, anything else is
+/// imported as ONNX. Diagnostics go to the context's handler.
+OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
+                                const CompilerOptions &options);
+
+/// Runs the pipeline for `options.emit` on `module` (with the pass-manager
+/// options given on the command line, such as --mlir-print-ir-after-all).
+LogicalResult runPipeline(ModuleOp module, const CompilerOptions &options);
+
+} // namespace mlir::loom
+
+#endif // LOOM_COMPILER_COMPILER_H

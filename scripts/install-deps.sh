@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that Loom's build and tests need. Idempotent: packages
+# already present are skipped, and apt is only touched when something is missing.
+set -euo pipefail
+
+PACKAGES=(
+  cmake ninja-build ccache g++ pkg-config python3
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
+  libgtest-dev
+  libgloo-dev libopenblas-dev
+  clang-14 libclang-rt-14-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

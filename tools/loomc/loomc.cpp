@@ -1,0 +1,97 @@
+//===- loomc.cpp - Loom's compiler driver ---------------------------------===//
+//
+// llc-style front end: `loomc MODEL.onnx|MODEL.mlir [--emit=PHASE] [-o OUT]`.
+// Parses the command line and calls the compiler library.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/Compiler/Compiler.h"
+#include "loom/InitAll.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+static cl::OptionCategory loomcCategory("loomc options");
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx | model.mlir>"),
+                                      cl::cat(loomcCategory));
+
+static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdout)"),
+                                       cl::value_desc("file"), cl::init("-"),
+                                       cl::cat(loomcCategory));
+
+static cl::opt<mlir::loom::EmitPhase> emitPhase(
+    "emit", cl::desc("Phase to stop after and print"),
+    cl::values(clEnumValN(mlir::loom::EmitPhase::Loom, "loom",
+                          "the loom dialect, as imported and simplified")),
+    cl::init(mlir::loom::EmitPhase::Loom), cl::cat(loomcCategory));
+
+static cl::opt<char> optLevel("O",
+                              cl::desc("Optimization level: -O0 keeps the "
+                                       "imported IR as is, -O1..-O3 simplify "
+                                       "(default -O2)"),
+                              cl::Prefix, cl::init('2'), cl::cat(loomcCategory));
+
+static cl::list<std::string>
+    inputShapes("input-shape",
+                cl::desc("Static shape for a dynamic ONNX input, e.g. "
+                         "--input-shape x=4x32 (repeatable)"),
+                cl::value_desc("NAME=DIMS"), cl::cat(loomcCategory));
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  mlir::registerAsmPrinterCLOptions();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  cl::ParseCommandLineOptions(argc, argv,
+                              "loomc: compiles ONNX models for training with "
+                              "Loom\n");
+
+  mlir::loom::CompilerOptions options;
+  options.inputPath = inputPath;
+  options.emit = emitPhase;
+  if (optLevel < '0' || optLevel > '3') {
+    WithColor::error(errs(), "loomc") << "invalid optimization level -O"
+                                      << optLevel << " (expected 0-3)\n";
+    return 1;
+  }
+  options.optLevel = optLevel - '0';
+  for (const std::string &spec : inputShapes) {
+    std::string error = mlir::loom::parseInputShapeOption(spec, options.import);
+    if (!error.empty()) {
+      WithColor::error(errs(), "loomc") << error << "\n";
+      return 1;
+    }
+  }
+
+  mlir::DialectRegistry registry;
+  mlir::loom::registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::loom::loadModel(context, options);
+  if (!module || failed(mlir::loom::runPipeline(*module, options)))
+    return 1;
+
+  std::string error;
+  auto output = mlir::openOutputFile(outputPath, &error);
+  if (!output) {
+    WithColor::error(errs(), "loomc") << error << "\n";
+    return 1;
+  }
+  module->print(output->os());
+  output->os() << "\n";
+  output->keep();
+  return 0;
+}
