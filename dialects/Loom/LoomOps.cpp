@@ -233,6 +233,10 @@ static LogicalResult expectShape(std::optional<Location> loc, Value value,
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+// A constant is materialized once; it computes and reads nothing.
+int64_t ConstantOp::getFlops() { return 0; }
+int64_t ConstantOp::getBytesRead() { return 0; }
+
 //===----------------------------------------------------------------------===//
 // WhereOp, MatmulOp, ConvOp
 //===----------------------------------------------------------------------===//
@@ -483,8 +487,9 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *,
   if (failed(input))
     return failure();
   ArrayRef<int64_t> perm = adaptor.getPerm();
-  if ((int64_t)perm.size() != input->getRank() ||
-      failed(checkAxes(loc, perm, input->getRank())))
+  SmallVector<int64_t> sorted(perm);
+  llvm::sort(sorted);
+  if (!llvm::equal(sorted, llvm::seq<int64_t>(0, input->getRank())))
     return emitOptionalError(loc, "perm must be a permutation of 0..",
                              input->getRank() - 1, ", got ",
                              shapeString(perm));
@@ -1096,22 +1101,35 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto mesh = resolveMesh(*this, symbols, getMeshAttr(), getMeshAxes());
   if (failed(mesh))
     return failure();
-  RankedTensorType input = getInput().getType();
+  RankedTensorType input = getInput().getType(), result = getType();
   int64_t splitDim = getSplitDim(), concatDim = getConcatDim();
-  if (splitDim == concatDim || concatDim < 0 || concatDim >= input.getRank())
-    return verifyScaledDim(*this, input, getType(), getSplitDim(), 1,
-                           /*grow=*/true, "split_dim");
-  // Split first, then grow the concatenated dimension.
-  if (failed(verifyScaledDim(*this, input, input, getSplitDim(), mesh->second,
-                             /*grow=*/false, "split_dim")))
-    return failure();
-  SmallVector<int64_t> split(input.getShape());
-  if (!ShapedType::isDynamic(split[getSplitDim()]))
-    split[getSplitDim()] /= mesh->second;
-  return verifyScaledDim(*this,
-                         RankedTensorType::get(split, input.getElementType()),
-                         getType(), getConcatDim(), mesh->second,
-                         /*grow=*/true, "concat_dim");
+  int64_t rank = input.getRank(), group = mesh->second;
+  if (splitDim < 0 || splitDim >= rank || concatDim < 0 || concatDim >= rank)
+    return emitOpError() << "split_dim " << splitDim << " and concat_dim "
+                         << concatDim << " must be in [0, " << rank << ")";
+  if (input.getElementType() != result.getElementType() ||
+      rank != result.getRank())
+    return emitOpError() << "result " << result
+                         << " must have the input's rank and element type";
+  // Each device splits dimension split_dim into `group` pieces, sends piece
+  // i to device i and concatenates what it receives along concat_dim.
+  SmallVector<int64_t> expected(input.getShape());
+  if (!ShapedType::isDynamic(expected[splitDim])) {
+    if (expected[splitDim] % group != 0)
+      return emitOpError() << "group of " << group
+                           << " devices does not divide split_dim "
+                           << splitDim << " (size " << expected[splitDim]
+                           << ")";
+    expected[splitDim] /= group;
+  }
+  if (!ShapedType::isDynamic(expected[concatDim]))
+    expected[concatDim] *= group;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!extentsAgree(expected[d], result.getDimSize(d)))
+      return emitOpError() << "expected result shape "
+                           << shapeString(expected) << ", got "
+                           << shapeString(result.getShape());
+  return success();
 }
 
 /// Point-to-point ops name exactly one axis and a non-zero offset along it.

@@ -34,7 +34,7 @@ def Loom_BoolTensor : RankedTensorOf<[I1]>;
 //===----------------------------------------------------------------------===//
 
 def Loom_ConstantOp : Loom_Op<"constant", [ConstantLike, Pure,
-    AllTypesMatch<["value", "result"]>]> {
+    AllTypesMatch<["value", "result"]>], ["getFlops", "getBytesRead"]> {
   let summary = "a constant tensor";
   let description = [{
     ```mlir
@@ -236,13 +236,13 @@ def Loom_ConvOp : Loom_Op<"conv", [Pure, InferTypeOpAdaptor], ["getFlops"]> {
   let assemblyFormat = "$input `,` $filter (`,` $bias^)? attr-dict `:` functional-type(operands, results)";
 }
 
-class Loom_PoolOp<string mnemonic> : Loom_Op<mnemonic, [Pure, InferTypeOpAdaptor],
-                                             ["getFlops"]> {
-  let arguments = (ins Loom_FloatTensor:$input,
+class Loom_PoolOp<string mnemonic, Type type>
+    : Loom_Op<mnemonic, [Pure, InferTypeOpAdaptor], ["getFlops"]> {
+  let arguments = (ins type:$input,
                        DenseI64ArrayAttr:$kernel_shape, DenseI64ArrayAttr:$strides,
                        DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
                        UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
-  let results = (outs Loom_FloatTensor:$result);
+  let results = (outs type:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let extraClassDefinition = [{
     ::llvm::LogicalResult $cppClass::inferReturnTypes(::mlir::MLIRContext *,
@@ -261,7 +261,7 @@ class Loom_PoolOp<string mnemonic> : Loom_Op<mnemonic, [Pure, InferTypeOpAdaptor
   }];
 }
 
-def Loom_MaxPoolOp : Loom_PoolOp<"max_pool"> {
+def Loom_MaxPoolOp : Loom_PoolOp<"max_pool", Loom_Tensor> {
   let summary = "N-d max pooling in NC[D]HW layout";
   let description = [{
     Window maximum; padded positions never win. `pads` is ordered as in
@@ -270,7 +270,7 @@ def Loom_MaxPoolOp : Loom_PoolOp<"max_pool"> {
   }];
 }
 
-def Loom_AvgPoolOp : Loom_PoolOp<"avg_pool"> {
+def Loom_AvgPoolOp : Loom_PoolOp<"avg_pool", Loom_FloatTensor> {
   let summary = "N-d average pooling in NC[D]HW layout";
   let description = [{
     Window mean; with `count_include_pad` padded positions count in the

@@ -28,9 +28,9 @@ def LoomCostReportPass : Pass<"loom-cost-report", "::mlir::ModuleOp"> {
     Output (on stdout):
     ```
     loom cost report
-      op            count      flops   bytes read   bytes written
-      loom.matmul       1       1024          768             128
-      total             1       1024          768             128
+      op                            count          flops     bytes read  bytes written
+      loom.matmul                       1           1024            768            128
+      total                             1           1024            768            128
     ```
   }];
 }

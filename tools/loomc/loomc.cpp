@@ -7,6 +7,7 @@
 
 #include "loom/Compiler/Compiler.h"
 #include "loom/InitAll.h"
+#include "loom/Support/Diagnostics.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -78,6 +79,7 @@ int main(int argc, char **argv) {
   mlir::loom::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  mlir::loom::ToolDiagnosticHandler diagnostics(&context, errs());
 
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::loom::loadModel(context, options);

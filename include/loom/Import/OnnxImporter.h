@@ -45,6 +45,10 @@ OwningOpRef<ModuleOp> importOnnxBuffer(MLIRContext *context,
                                        llvm::StringRef bufferName, bool text,
                                        const OnnxImportOptions &options = {});
 
+/// True when the importer has a translator for ONNX op `opType` (default
+/// domain). Supported ops may still reject some attribute values.
+bool isOnnxOpSupported(llvm::StringRef opType);
+
 /// Parses `NAME=4x32` (dimensions joined by `x`; a scalar is `NAME=`) into
 /// `options`. Returns an error message, empty on success.
 std::string parseInputShapeOption(llvm::StringRef spec,

@@ -19,6 +19,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/IR/Verifier.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -173,6 +174,14 @@ onnx_import::tensorToAttr(MLIRContext *ctx, const onnx::TensorProto &tensor,
   return readTensor(tensor, RankedTensorType::get(dims, *element), loc);
 }
 
+/// ONNX's exception texts span lines; a diagnostic is one line.
+static std::string oneLine(StringRef text) {
+  std::string result;
+  for (char c : text.trim())
+    result.push_back(c == '\n' ? ' ' : c);
+  return result;
+}
+
 //===----------------------------------------------------------------------===//
 // Graph import
 //===----------------------------------------------------------------------===//
@@ -188,8 +197,12 @@ public:
   OwningOpRef<ModuleOp> run(onnx::ModelProto &model);
 
 private:
+  /// The type of a graph value. Inputs and intermediate values must be
+  /// static; outputs may have dynamic dimensions (the graph decides them).
   FailureOr<RankedTensorType> valueType(const onnx::ValueInfoProto &info,
-                                        Location loc, bool isInput);
+                                        Location loc, bool allowDynamic);
+  /// Applies --input-shape to the model's inputs, before shape inference.
+  LogicalResult fixInputShapes(onnx::GraphProto &graph, Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, unsigned index);
   Location graphLoc() { return FileLineColLoc::get(ctx, bufferName, 0, 0); }
 
@@ -208,7 +221,7 @@ private:
 
 FailureOr<RankedTensorType>
 GraphImporter::valueType(const onnx::ValueInfoProto &info, Location loc,
-                         bool isInput) {
+                         bool allowDynamic) {
   if (!info.type().has_tensor_type())
     return emitError(loc) << "value \"" << info.name()
                           << "\" is not a tensor; sequences, maps and optional "
@@ -221,25 +234,45 @@ GraphImporter::valueType(const onnx::ValueInfoProto &info, Location loc,
     return emitError(loc) << "value \"" << info.name()
                           << "\" has no shape; give one with --input-shape "
                           << info.name() << "=DIMSxDIMS";
-  auto fixed = options.inputShapes.find(info.name());
-  if (isInput && fixed != options.inputShapes.end()) {
-    if ((int)fixed->second.size() != tensor.shape().dim_size())
-      return emitError(loc) << "--input-shape gives " << fixed->second.size()
-                            << " dimensions for \"" << info.name()
-                            << "\", which has rank "
-                            << tensor.shape().dim_size();
-    return RankedTensorType::get(fixed->second, *element);
-  }
   SmallVector<int64_t> dims;
   for (const auto &dim : tensor.shape().dim()) {
-    if (!dim.has_dim_value() || dim.dim_value() < 0)
+    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+      dims.push_back(dim.dim_value());
+      continue;
+    }
+    if (!allowDynamic)
       return emitError(loc)
              << "value \"" << info.name() << "\" has a dynamic dimension ("
              << (dim.has_dim_param() ? "\"" + dim.dim_param() + "\"" : "?")
              << "); fix it with --input-shape " << info.name() << "=...";
-    dims.push_back(dim.dim_value());
+    dims.push_back(ShapedType::kDynamic);
   }
   return RankedTensorType::get(dims, *element);
+}
+
+LogicalResult GraphImporter::fixInputShapes(onnx::GraphProto &graph,
+                                            Location loc) {
+  llvm::StringSet<> used;
+  for (auto &input : *graph.mutable_input()) {
+    auto fixed = options.inputShapes.find(input.name());
+    if (fixed == options.inputShapes.end())
+      continue;
+    used.insert(input.name());
+    auto *tensor = input.mutable_type()->mutable_tensor_type();
+    auto *shape = tensor->mutable_shape();
+    if (tensor->has_shape() && shape->dim_size() != (int)fixed->second.size())
+      return emitError(loc) << "--input-shape gives " << fixed->second.size()
+                            << " dimensions for \"" << input.name()
+                            << "\", which has rank " << shape->dim_size();
+    shape->clear_dim();
+    for (int64_t d : fixed->second)
+      shape->add_dim()->set_dim_value(d);
+  }
+  for (const auto &entry : options.inputShapes)
+    if (!used.contains(entry.getKey()))
+      return emitError(loc) << "--input-shape names \"" << entry.getKey()
+                            << "\", which is not an input of the model";
+  return success();
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
@@ -264,12 +297,15 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
     return nullptr;
   }
 
+  if (failed(fixInputShapes(*model.mutable_graph(), loc)))
+    return nullptr;
+
   // ONNX's checker, then shape inference (strict: a node whose inputs do not
   // fit it is an error).
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception &e) {
-    emitError(loc) << "ONNX checker rejected the model: " << e.what();
+    emitError(loc) << "ONNX checker rejected the model: " << oneLine(e.what());
     return nullptr;
   }
   try {
@@ -279,7 +315,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                        inferOptions);
   } catch (const std::exception &e) {
-    emitError(loc) << "ONNX shape inference failed: " << e.what();
+    emitError(loc) << "ONNX shape inference failed: " << oneLine(e.what());
     return nullptr;
   }
 
@@ -294,7 +330,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
       continue;
     FailureOr<RankedTensorType> type = [&]() -> FailureOr<RankedTensorType> {
       ScopedDiagnosticHandler quiet(ctx, [](Diagnostic &) { return success(); });
-      return valueType(info, loc, /*isInput=*/false);
+      return valueType(info, loc, /*allowDynamic=*/false);
     }();
     if (succeeded(type))
       declared[info.name()] = *type;
@@ -318,7 +354,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
       continue;
     FailureOr<RankedTensorType> type =
         valueType(input, NameLoc::get(builder.getStringAttr(input.name()), loc),
-                  /*isInput=*/true);
+                  /*allowDynamic=*/false);
     if (failed(type))
       return nullptr;
     argTypes.push_back(*type);
@@ -340,18 +376,19 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
     }
   }
 
-  SmallVector<Type> resultTypes;
+  SmallVector<RankedTensorType> declaredResults;
   for (const auto &output : graph.output()) {
     FailureOr<RankedTensorType> type = valueType(
         output, NameLoc::get(builder.getStringAttr(output.name()), loc),
-        /*isInput=*/false);
+        /*allowDynamic=*/true);
     if (failed(type))
       return nullptr;
-    resultTypes.push_back(*type);
+    declaredResults.push_back(*type);
   }
 
+  // The result types are those the graph computes; set once it is built.
   auto func = func::FuncOp::create(builder, loc, options.functionName,
-                                   builder.getFunctionType(argTypes, resultTypes));
+                                   builder.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   for (auto [i, name] : llvm::enumerate(argNames)) {
     Value arg = entry->getArgument(i);
@@ -386,6 +423,7 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
       return nullptr;
 
   SmallVector<Value> results;
+  SmallVector<Type> resultTypes;
   for (auto [i, output] : llvm::enumerate(graph.output())) {
     auto it = values.find(output.name());
     if (it == values.end() || !it->second) {
@@ -395,14 +433,19 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
       return nullptr;
     }
     Value value = it->second;
-    if (value.getType() != resultTypes[i]) {
+    if (failed(verifyCompatibleShape(declaredResults[i], value.getType())) ||
+        declaredResults[i].getElementType() !=
+            cast<RankedTensorType>(value.getType()).getElementType()) {
       emitError(value.getLoc())
           << "graph output \"" << output.name() << "\" is declared as "
-          << resultTypes[i] << " but the graph computes " << value.getType();
+          << declaredResults[i] << " but the graph computes "
+          << value.getType();
       return nullptr;
     }
     results.push_back(value);
+    resultTypes.push_back(value.getType());
   }
+  func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
   func::ReturnOp::create(builder, loc, results);
 
   // Parameters that only fed static operands (e.g. a Clip bound) are dropped.
@@ -494,7 +537,7 @@ mlir::loom::importOnnxBuffer(MLIRContext *context, StringRef bytes,
       return nullptr;
     }
   } catch (const std::exception &e) {
-    emitError(loc) << "cannot parse ONNX model: " << e.what();
+    emitError(loc) << "cannot parse ONNX model: " << oneLine(e.what());
     return nullptr;
   }
   if (!model.has_graph()) {
@@ -505,7 +548,7 @@ mlir::loom::importOnnxBuffer(MLIRContext *context, StringRef bytes,
     GraphImporter importer(context, bufferName, options);
     return importer.run(model);
   } catch (const std::exception &e) {
-    emitError(loc) << "ONNX import failed: " << e.what();
+    emitError(loc) << "ONNX import failed: " << oneLine(e.what());
     return nullptr;
   }
 }
@@ -521,6 +564,10 @@ mlir::loom::importOnnxFile(MLIRContext *context, StringRef path,
   }
   return importOnnxBuffer(context, (*buffer)->getBuffer(), path,
                           path.ends_with(".onnxtxt"), options);
+}
+
+bool mlir::loom::isOnnxOpSupported(StringRef opType) {
+  return isSupportedOp(opType);
 }
 
 std::string mlir::loom::parseInputShapeOption(StringRef spec,
