@@ -320,8 +320,9 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
   }
 
   const onnx::GraphProto &graph = model.graph();
-  auto module = ModuleOp::create(loc);
-  builder.setInsertionPointToEnd(module.getBody());
+  // Owned from the start, so that every early error return frees it.
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  builder.setInsertionPointToEnd(module->getBody());
 
   // Declared types of intermediate values (only static ones are useful).
   for (const auto &info : graph.value_info()) {
@@ -456,10 +457,9 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
   if (failed(func.eraseArguments(unused)))
     return nullptr;
 
-  OwningOpRef<ModuleOp> owned(module);
-  if (failed(verify(*owned)))
+  if (failed(verify(*module)))
     return nullptr;
-  return owned;
+  return module;
 }
 
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &proto,

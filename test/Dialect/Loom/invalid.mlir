@@ -727,3 +727,95 @@ func.func @recv_offset(%x: tensor<8xf32>) {
   %0 = loom.recv on @mesh ["pp"] offset 4 : tensor<8xf32>
   return
 }
+
+// -----
+
+func.func @conv_groups_not_positive(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{groups must be positive, got 0}}
+  %0 = loom.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, groups = 0 : i64} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @conv_filter_element_type(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xbf16>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{filter element type 'bf16' differs from input's 'f32'}}
+  %0 = loom.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>, tensor<4x4x3x3xbf16>) -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_wrong_length(%x: tensor<2x3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{perm must be a permutation of 0..1, got [0]}}
+  %0 = loom.transpose %x {perm = array<i64: 0>} : tensor<2x3xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @split_axis(%x: tensor<2x6xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0:2 = loom.split %x {axis = 2 : i64, sizes = array<i64: 3, 3>} : (tensor<2x6xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @scatter_rank(%x: tensor<4x4xf32>, %i: tensor<4xi64>, %u: tensor<4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{input and indices must have the same rank, got 2 and 1}}
+  %0 = loom.scatter_elements %x, %i, %u none {axis = 0 : i64} : (tensor<4x4xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @top_k_axis(%x: tensor<4x4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0:2 = loom.top_k %x {k = 1 : i64, axis = 2 : i64} : (tensor<4x4xf32>) -> (tensor<4x1xf32>, tensor<4x1xi64>)
+  return
+}
+
+// -----
+
+func.func @layer_norm_bias_type(%x: tensor<2x4xf32>, %s: tensor<4xf32>, %b: tensor<4xf16>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{scale and bias must broadcast to the normalized shape [4] with element type 'f32', got 'tensor<4xf16>'}}
+  %0:3 = loom.layer_norm %x, %s, %b {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<2x4xf32>, tensor<4xf32>, tensor<4xf16>) -> (tensor<2x4xf32>, tensor<2x1xf32>, tensor<2x1xf32>)
+  return
+}
+
+// -----
+
+func.func @gru_initial_h_shape(%x: tensor<5x2x3xf32>, %w: tensor<1x12x3xf32>, %r: tensor<1x12x4xf32>, %h: tensor<1x3x4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{initial_h must have shape [1, 2, 4], got [1, 3, 4]}}
+  %0:2 = loom.gru forward %x, %w, %r initial_h %h {hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x12x3xf32>, tensor<1x12x4xf32>, tensor<1x3x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+loom.mesh @mesh = <dp = 4>
+
+func.func @reduce_scatter_dim(%x: tensor<8x2xf32>) {
+  // expected-error @+1 {{'loom.reduce_scatter' op scatter_dim 3 is out of range for rank 2}}
+  %0 = loom.reduce_scatter sum %x on @mesh ["dp"] {scatter_dim = 3 : i64} : tensor<8x2xf32> -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+loom.mesh @mesh = <dp = 4>
+
+func.func @recv_unknown_mesh() {
+  // expected-error @+1 {{'loom.recv' op refers to @other, which is not a loom.mesh}}
+  %0 = loom.recv on @other ["dp"] offset 1 : tensor<8xf32>
+  return
+}
