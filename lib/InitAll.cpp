@@ -10,6 +10,7 @@
 
 #include "dialects/Loom/LoomOps.h"
 #include "passes/Passes.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -25,4 +26,6 @@ void mlir::loom::registerAllDialects(DialectRegistry &registry) {
 void mlir::loom::registerAllPasses() {
   mlir::registerAllPasses();
   registerLoomTransformsPasses();
+  registerLoomConversionPasses();
+  registerLoomPipelines();
 }

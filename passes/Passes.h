@@ -21,6 +21,12 @@ namespace mlir::loom {
 #define GEN_PASS_REGISTRATION
 #include "passes/Transforms/Passes.h.inc"
 
+#define GEN_PASS_DECL
+#include "passes/Conversion/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Conversion/Passes.h.inc"
+
 } // namespace mlir::loom
 
 #endif // LOOM_PASSES_PASSES_H

@@ -12,7 +12,14 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "unit",
                    "conformance", "models"]
 config.substitutions.append(("%models", os.path.join(config.test_source_root, "models")))
 
+# MLIR's JIT runner and its support libraries, for numeric tests.
+llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+config.substitutions.append(("%mlir_runner_libs", ",".join(
+    os.path.join(llvm_lib_dir, lib)
+    for lib in ["libmlir_runner_utils.so", "libmlir_c_runner_utils.so"])))
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["loom-opt", "loomc"],
                                    [config.loom_tools_dir])
+llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])

@@ -7,6 +7,7 @@
 #include "loom/Compiler/Compiler.h"
 
 #include "dialects/Loom/LoomOps.h"
+#include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -50,5 +51,11 @@ LogicalResult mlir::loom::runPipeline(ModuleOp module,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  LoomCpuPipelineOptions cpu;
+  cpu.optLevel = options.optLevel;
+  if (options.emit >= EmitPhase::Linalg)
+    buildLoomToLinalgPipeline(pm, cpu);
+  if (options.emit >= EmitPhase::LLVM)
+    buildLoomLinalgToLLVMPipeline(pm, cpu);
   return pm.run(module);
 }

@@ -34,7 +34,11 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdo
 static cl::opt<mlir::loom::EmitPhase> emitPhase(
     "emit", cl::desc("Phase to stop after and print"),
     cl::values(clEnumValN(mlir::loom::EmitPhase::Loom, "loom",
-                          "the loom dialect, as imported and simplified")),
+                          "the loom dialect, as imported and simplified"),
+               clEnumValN(mlir::loom::EmitPhase::Linalg, "linalg",
+                          "linalg/tensor/arith/math on tensors"),
+               clEnumValN(mlir::loom::EmitPhase::LLVM, "llvm",
+                          "the LLVM dialect for CPUs")),
     cl::init(mlir::loom::EmitPhase::Loom), cl::cat(loomcCategory));
 
 static cl::opt<char> optLevel("O",

@@ -27,6 +27,10 @@ namespace mlir::loom {
 enum class EmitPhase {
   /// The imported (and, from -O1, canonicalized) loom dialect.
   Loom,
+  /// linalg, tensor, arith and math on tensors (loom-to-linalg-pipeline).
+  Linalg,
+  /// The LLVM dialect for CPUs (loom-cpu-pipeline).
+  LLVM,
 };
 
 struct CompilerOptions {

@@ -1,0 +1,817 @@
+//===- LoomToLinalg.cpp - loom ops to linalg on tensors -------------------===//
+//
+// Contractions, reductions, normalizations and data movement lowered to
+// linalg.generic (with reduction iterators where they reduce), linalg
+// named ops and tensor slicing ops, plus the pass that drives all lowering
+// patterns and reports the loom ops that have no CPU lowering yet.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoomToLinalg.h"
+
+#include "dialects/Loom/LoomOps.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_CONVERTLOOMTOLINALGPASS
+#include "passes/Conversion/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::loom::lowering;
+
+namespace {
+
+using BodyFn = function_ref<Value(OpBuilder &, Location, ValueRange)>;
+
+/// A parallel linalg.generic producing `resultType` from `inputs` broadcast
+/// into it, with `body` computing each element.
+Value mapElements(OpBuilder &b, Location loc, ValueRange inputs,
+                  RankedTensorType resultType, BodyFn body) {
+  SmallVector<AffineMap> maps;
+  for (Value input : inputs)
+    maps.push_back(
+        broadcastMap(cast<RankedTensorType>(input.getType()), resultType));
+  maps.push_back(
+      AffineMap::getMultiDimIdentityMap(resultType.getRank(), b.getContext()));
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{resultType}, inputs,
+             ValueRange{emptyTensor(b, loc, resultType)}, maps, iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(nb, nl,
+                                       body(nb, nl, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+enum class Combine { Sum, Max, Min, Prod };
+
+/// The identity element of `kind` for `type`.
+TypedAttr identityOf(Builder &b, Combine kind, Type type) {
+  if (auto f = dyn_cast<FloatType>(type)) {
+    const llvm::fltSemantics &sem = f.getFloatSemantics();
+    switch (kind) {
+    case Combine::Sum:
+      return b.getFloatAttr(type, 0.0);
+    case Combine::Prod:
+      return b.getFloatAttr(type, 1.0);
+    case Combine::Max:
+      return b.getFloatAttr(type, APFloat::getInf(sem, /*Negative=*/true));
+    case Combine::Min:
+      return b.getFloatAttr(type, APFloat::getInf(sem, /*Negative=*/false));
+    }
+  }
+  unsigned width = type.getIntOrFloatBitWidth();
+  switch (kind) {
+  case Combine::Sum:
+    return b.getIntegerAttr(type, 0);
+  case Combine::Prod:
+    return b.getIntegerAttr(type, 1);
+  case Combine::Max:
+    return b.getIntegerAttr(type, APInt::getSignedMinValue(width));
+  case Combine::Min:
+    return b.getIntegerAttr(type, APInt::getSignedMaxValue(width));
+  }
+  llvm_unreachable("unknown combine kind");
+}
+
+Value combine(OpBuilder &b, Location loc, Combine kind, Value acc, Value x) {
+  bool isFloat = isa<FloatType>(x.getType());
+  switch (kind) {
+  case Combine::Sum:
+    return isFloat ? (Value)arith::AddFOp::create(b, loc, acc, x)
+                   : (Value)arith::AddIOp::create(b, loc, acc, x);
+  case Combine::Prod:
+    return isFloat ? (Value)arith::MulFOp::create(b, loc, acc, x)
+                   : (Value)arith::MulIOp::create(b, loc, acc, x);
+  case Combine::Max:
+    return isFloat ? (Value)arith::MaximumFOp::create(b, loc, acc, x)
+                   : (Value)arith::MaxSIOp::create(b, loc, acc, x);
+  case Combine::Min:
+    return isFloat ? (Value)arith::MinimumFOp::create(b, loc, acc, x)
+                   : (Value)arith::MinSIOp::create(b, loc, acc, x);
+  }
+  llvm_unreachable("unknown combine kind");
+}
+
+/// Reduces `input` over `axes` (all when empty) with `kind`.
+Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
+             bool keepdims, Combine kind) {
+  auto type = cast<RankedTensorType>(input.getType());
+  int64_t rank = type.getRank();
+  auto reduced = [&](int64_t d) {
+    return axes.empty() || llvm::is_contained(axes, d);
+  };
+  SmallVector<int64_t> shape;
+  SmallVector<AffineExpr> outExprs;
+  SmallVector<utils::IteratorType> iterators;
+  for (int64_t d = 0; d < rank; ++d) {
+    bool r = reduced(d);
+    iterators.push_back(r ? utils::IteratorType::reduction
+                          : utils::IteratorType::parallel);
+    if (!r) {
+      shape.push_back(type.getDimSize(d));
+      outExprs.push_back(b.getAffineDimExpr(d));
+    } else if (keepdims) {
+      shape.push_back(1);
+      outExprs.push_back(b.getAffineConstantExpr(0));
+    }
+  }
+  auto resultType = RankedTensorType::get(shape, type.getElementType());
+  Value init = filledTensor(b, loc, resultType,
+                            identityOf(b, kind, type.getElementType()));
+  SmallVector<AffineMap> maps = {
+      AffineMap::getMultiDimIdentityMap(rank, b.getContext()),
+      AffineMap::get(rank, 0, outExprs, b.getContext())};
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{resultType}, ValueRange{input}, ValueRange{init},
+             maps, iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, nl, combine(nb, nl, kind, args[1], args[0]));
+             })
+      .getResult(0);
+}
+
+/// Number of elements reduced over `axes` of `type` (all when empty).
+int64_t reducedCount(RankedTensorType type, ArrayRef<int64_t> axes) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (axes.empty() || llvm::is_contained(axes, d))
+      count *= type.getDimSize(d);
+  return count;
+}
+
+Value divideBy(OpBuilder &b, Location loc, Value v, int64_t count) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return mapElements(b, loc, ValueRange{v}, type,
+                     [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                       Value c = scalarConstant(nb, nl, a[0].getType(), count);
+                       if (isa<FloatType>(a[0].getType()))
+                         return arith::DivFOp::create(nb, nl, a[0], c);
+                       return arith::DivSIOp::create(nb, nl, a[0], c);
+                     });
+}
+
+template <typename OpTy, Combine kind, bool mean = false>
+struct ReduceLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Value result = reduce(rewriter, op.getLoc(), op.getInput(), op.getAxes(),
+                          op.getKeepdims(), kind);
+    if (mean)
+      result = divideBy(rewriter, op.getLoc(), result,
+                        reducedCount(op.getInput().getType(), op.getAxes()));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct MatmulLowering : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType result = op.getType();
+    int64_t batch = result.getRank() - 2;
+    int64_t loops = batch + 3; // batch..., m, n, k
+    MLIRContext *ctx = getContext();
+    auto dim = [&](int64_t d) { return getAffineDimExpr(d, ctx); };
+    AffineExpr m = dim(batch), n = dim(batch + 1), k = dim(batch + 2);
+    auto operandMap = [&](RankedTensorType type, AffineExpr rows,
+                          AffineExpr cols) {
+      SmallVector<AffineExpr> exprs;
+      int64_t operandBatch = type.getRank() - 2;
+      for (int64_t j = 0; j < operandBatch; ++j) {
+        int64_t d = j + batch - operandBatch;
+        exprs.push_back(type.getDimSize(j) == 1 && result.getDimSize(d) != 1
+                            ? getAffineConstantExpr(0, ctx)
+                            : dim(d));
+      }
+      exprs.append({rows, cols});
+      return AffineMap::get(loops, 0, exprs, ctx);
+    };
+    auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+    auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
+    SmallVector<AffineExpr> outExprs;
+    for (int64_t d = 0; d < batch + 2; ++d)
+      outExprs.push_back(dim(d));
+    SmallVector<AffineMap> maps = {
+        op.getTransposeLhs() ? operandMap(lhsType, k, m)
+                             : operandMap(lhsType, m, k),
+        op.getTransposeRhs() ? operandMap(rhsType, n, k)
+                             : operandMap(rhsType, k, n),
+        AffineMap::get(loops, 0, outExprs, ctx)};
+    SmallVector<utils::IteratorType> iterators(loops,
+                                               utils::IteratorType::parallel);
+    iterators.back() = utils::IteratorType::reduction;
+    Location loc = op.getLoc();
+    Value init = filledTensor(
+        rewriter, loc, result,
+        identityOf(rewriter, Combine::Sum, result.getElementType()));
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{result}, op->getOperands(), ValueRange{init},
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+          bool isFloat = isa<FloatType>(args[0].getType());
+          Value prod = isFloat
+                           ? (Value)arith::MulFOp::create(b, l, args[0], args[1])
+                           : (Value)arith::MulIOp::create(b, l, args[0], args[1]);
+          linalg::YieldOp::create(b, l,
+                                  combine(b, l, Combine::Sum, args[2], prod));
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+/// softmax(x) = exp(x - max) / sum(exp(x - max)); log_softmax(x) =
+/// x - max - log(sum(exp(x - max))), both along one axis.
+template <typename OpTy, bool isLog>
+struct SoftmaxLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t axis = op.getAxis();
+    Value x = op.getInput();
+    Value max = reduce(rewriter, loc, x, {axis}, /*keepdims=*/true,
+                       Combine::Max);
+    Value shifted =
+        mapElements(rewriter, loc, ValueRange{x, max}, type,
+                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      return arith::SubFOp::create(b, l, a[0], a[1]);
+                    });
+    Value exps = mapElements(rewriter, loc, ValueRange{shifted}, type,
+                             [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                               return math::ExpOp::create(b, l, a[0]);
+                             });
+    Value sum = reduce(rewriter, loc, exps, {axis}, /*keepdims=*/true,
+                       Combine::Sum);
+    Value result;
+    if (isLog)
+      result = mapElements(
+          rewriter, loc, ValueRange{shifted, sum}, type,
+          [](OpBuilder &b, Location l, ValueRange a) -> Value {
+            return arith::SubFOp::create(b, l, a[0],
+                                         math::LogOp::create(b, l, a[1]));
+          });
+    else
+      result = mapElements(rewriter, loc, ValueRange{exps, sum}, type,
+                           [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                             return arith::DivFOp::create(b, l, a[0], a[1]);
+                           });
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LayerNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getInput().getType());
+    SmallVector<int64_t> axes;
+    for (int64_t d = op.getAxis(); d < type.getRank(); ++d)
+      axes.push_back(d);
+    int64_t count = reducedCount(type, axes);
+    Value x = op.getInput();
+    Value mean = divideBy(
+        rewriter, loc, reduce(rewriter, loc, x, axes, true, Combine::Sum),
+        count);
+    Value centered =
+        mapElements(rewriter, loc, ValueRange{x, mean}, type,
+                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      return arith::SubFOp::create(b, l, a[0], a[1]);
+                    });
+    Value squares =
+        mapElements(rewriter, loc, ValueRange{centered}, type,
+                    [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                      return arith::MulFOp::create(b, l, a[0], a[0]);
+                    });
+    Value var = divideBy(
+        rewriter, loc,
+        reduce(rewriter, loc, squares, axes, true, Combine::Sum), count);
+    double epsilon = op.getEpsilon().convertToDouble();
+    auto statType = cast<RankedTensorType>(var.getType());
+    Value invStd = mapElements(
+        rewriter, loc, ValueRange{var}, statType,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value eps = scalarConstant(b, l, a[0].getType(), epsilon);
+          return arith::DivFOp::create(
+              b, l, scalarConstant(b, l, a[0].getType(), 1.0),
+              math::SqrtOp::create(b, l, arith::AddFOp::create(b, l, a[0], eps)));
+        });
+    SmallVector<Value> inputs = {centered, invStd, op.getScale()};
+    if (op.getBias())
+      inputs.push_back(op.getBias());
+    Value y = mapElements(
+        rewriter, loc, inputs, type,
+        [&](OpBuilder &b, Location l, ValueRange a) -> Value {
+          Value v = arith::MulFOp::create(
+              b, l, arith::MulFOp::create(b, l, a[0], a[1]), a[2]);
+          return a.size() > 3 ? (Value)arith::AddFOp::create(b, l, v, a[3]) : v;
+        });
+    rewriter.replaceOp(op, {y, mean, invStd});
+    return success();
+  }
+};
+
+/// Inference batch norm: per-channel parameters on dimension 1.
+struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType type = op.getType();
+    int64_t rank = type.getRank();
+    MLIRContext *ctx = getContext();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+    AffineMap channel = AffineMap::get(rank, 0, getAffineDimExpr(1, ctx));
+    SmallVector<AffineMap> maps = {identity, channel, channel, channel,
+                                   channel, identity};
+    SmallVector<utils::IteratorType> iterators(rank,
+                                               utils::IteratorType::parallel);
+    double epsilon = op.getEpsilon().convertToDouble();
+    Location loc = op.getLoc();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type}, op->getOperands(),
+        ValueRange{emptyTensor(rewriter, loc, type)}, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          // (x - mean) / sqrt(var + eps) * scale + bias
+          Value eps = scalarConstant(b, l, a[0].getType(), epsilon);
+          Value inv = arith::DivFOp::create(
+              b, l, scalarConstant(b, l, a[0].getType(), 1.0),
+              math::SqrtOp::create(b, l, arith::AddFOp::create(b, l, a[4], eps)));
+          Value norm = arith::MulFOp::create(
+              b, l, arith::SubFOp::create(b, l, a[0], a[3]), inv);
+          Value y = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, norm, a[1]), a[2]);
+          linalg::YieldOp::create(b, l, y);
+        });
+    rewriter.replaceOp(op, generic.getResults());
+    return success();
+  }
+};
+
+template <typename OpTy, bool isMax>
+struct ArgReduceLowering : OpRewritePattern<OpTy> {
+  using OpRewritePattern<OpTy>::OpRewritePattern;
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t rank = inType.getRank(), axis = op.getAxis();
+    MLIRContext *ctx = this->getContext();
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<int64_t> shape;
+    SmallVector<utils::IteratorType> iterators;
+    for (int64_t d = 0; d < rank; ++d) {
+      iterators.push_back(d == axis ? utils::IteratorType::reduction
+                                    : utils::IteratorType::parallel);
+      if (d != axis) {
+        outExprs.push_back(getAffineDimExpr(d, ctx));
+        shape.push_back(inType.getDimSize(d));
+      } else if (op.getKeepdims()) {
+        outExprs.push_back(getAffineConstantExpr(0, ctx));
+        shape.push_back(1);
+      }
+    }
+    Type element = inType.getElementType();
+    auto valueType = RankedTensorType::get(shape, element);
+    auto indexType = RankedTensorType::get(shape, rewriter.getI64Type());
+    Value bestInit = filledTensor(
+        rewriter, loc, valueType,
+        identityOf(rewriter, isMax ? Combine::Max : Combine::Min, element));
+    Value indexInit =
+        filledTensor(rewriter, loc, indexType, rewriter.getI64IntegerAttr(0));
+    AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    bool last = op.getSelectLastIndex();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{valueType, indexType},
+        ValueRange{op.getInput()}, ValueRange{bestInit, indexInit},
+        {AffineMap::getMultiDimIdentityMap(rank, ctx), outMap, outMap},
+        iterators, [&](OpBuilder &b, Location l, ValueRange a) {
+          Value i = arith::IndexCastOp::create(
+              b, l, b.getI64Type(), linalg::IndexOp::create(b, l, axis));
+          bool isFloat = isa<FloatType>(a[0].getType());
+          // Strictly better wins; with select_last_index, ties win too.
+          Value better;
+          if (isFloat)
+            better = arith::CmpFOp::create(
+                b, l,
+                isMax ? (last ? arith::CmpFPredicate::OGE
+                              : arith::CmpFPredicate::OGT)
+                      : (last ? arith::CmpFPredicate::OLE
+                              : arith::CmpFPredicate::OLT),
+                a[0], a[1]);
+          else
+            better = arith::CmpIOp::create(
+                b, l,
+                isMax ? (last ? arith::CmpIPredicate::sge
+                              : arith::CmpIPredicate::sgt)
+                      : (last ? arith::CmpIPredicate::sle
+                              : arith::CmpIPredicate::slt),
+                a[0], a[1]);
+          linalg::YieldOp::create(
+              b, l,
+              ValueRange{arith::SelectOp::create(b, l, better, a[0], a[1]),
+                         arith::SelectOp::create(b, l, better, i, a[2])});
+        });
+    rewriter.replaceOp(op, generic.getResult(1));
+    return success();
+  }
+};
+
+struct TransposeLowering : OpRewritePattern<TransposeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TransposeOp op,
+                                PatternRewriter &rewriter) const override {
+    Value init = emptyTensor(rewriter, op.getLoc(), op.getType());
+    auto transpose = linalg::TransposeOp::create(
+        rewriter, op.getLoc(), op.getInput(), init, op.getPerm());
+    rewriter.replaceOp(op, transpose->getResults());
+    return success();
+  }
+};
+
+/// Reshape through a flat vector: collapse to rank 1, expand to the target.
+struct ReshapeLowering : OpRewritePattern<ReshapeOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReshapeOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType in = op.getInput().getType(), out = op.getType();
+    auto all = [](int64_t rank) {
+      ReassociationIndices group;
+      for (int64_t d = 0; d < rank; ++d)
+        group.push_back(d);
+      return SmallVector<ReassociationIndices>{group};
+    };
+    Value flat = op.getInput();
+    auto flatType = RankedTensorType::get({in.getNumElements()},
+                                          in.getElementType());
+    if (in.getRank() == 0)
+      flat = tensor::ExpandShapeOp::create(rewriter, loc, flatType, flat,
+                                           SmallVector<ReassociationIndices>{});
+    else if (in.getRank() > 1)
+      flat = tensor::CollapseShapeOp::create(rewriter, loc, flatType, flat,
+                                             all(in.getRank()));
+    Value result = flat;
+    if (out.getRank() == 0)
+      result = tensor::CollapseShapeOp::create(
+          rewriter, loc, out, flat, SmallVector<ReassociationIndices>{});
+    else if (out.getRank() > 1)
+      result = tensor::ExpandShapeOp::create(rewriter, loc, out, flat,
+                                             all(out.getRank()));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct ExpandLowering : OpRewritePattern<ExpandOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ExpandOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, mapElements(rewriter, op.getLoc(), ValueRange{op.getInput()},
+                        op.getType(),
+                        [](OpBuilder &, Location, ValueRange a) { return a[0]; }));
+    return success();
+  }
+};
+
+struct ConstantLowering : OpRewritePattern<ConstantOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConstantOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOpWithNewOp<arith::ConstantOp>(op, op.getValue());
+    return success();
+  }
+};
+
+struct ConcatLowering : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConcatOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    RankedTensorType type = op.getType();
+    int64_t axis = op.getAxis();
+    Value result = emptyTensor(rewriter, loc, type);
+    int64_t offset = 0;
+    for (Value input : op.getInputs()) {
+      auto inType = cast<RankedTensorType>(input.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes, strides(type.getRank(),
+                                               rewriter.getIndexAttr(1));
+      for (int64_t d : inType.getShape())
+        sizes.push_back(rewriter.getIndexAttr(d));
+      result = tensor::InsertSliceOp::create(rewriter, loc, input, result,
+                                             offsets, sizes, strides);
+      offset += inType.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct SplitLowering : OpRewritePattern<SplitOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SplitOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t axis = op.getAxis(), offset = 0;
+    SmallVector<Value> results;
+    for (Value result : op.getResults()) {
+      auto type = cast<RankedTensorType>(result.getType());
+      SmallVector<OpFoldResult> offsets(inType.getRank(),
+                                        rewriter.getIndexAttr(0));
+      offsets[axis] = rewriter.getIndexAttr(offset);
+      SmallVector<OpFoldResult> sizes, strides(inType.getRank(),
+                                               rewriter.getIndexAttr(1));
+      for (int64_t d : type.getShape())
+        sizes.push_back(rewriter.getIndexAttr(d));
+      results.push_back(tensor::ExtractSliceOp::create(
+          rewriter, loc, type, op.getInput(), offsets, sizes, strides));
+      offset += type.getDimSize(axis);
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+/// Index-computing lowerings: a parallel generic over the result whose body
+/// reads the input with tensor.extract at computed coordinates.
+Value gatherGeneric(OpBuilder &b, Location loc, RankedTensorType resultType,
+                    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
+  SmallVector<utils::IteratorType> iterators(resultType.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{resultType}, ValueRange{},
+             ValueRange{emptyTensor(b, loc, resultType)},
+             {AffineMap::getMultiDimIdentityMap(resultType.getRank(),
+                                                b.getContext())},
+             iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange) {
+               SmallVector<Value> ivs;
+               for (int64_t d = 0; d < resultType.getRank(); ++d)
+                 ivs.push_back(linalg::IndexOp::create(nb, nl, d));
+               linalg::YieldOp::create(nb, nl, body(nb, nl, ivs));
+             })
+      .getResult(0);
+}
+
+Value indexConstant(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+/// An integer tensor element as an index, negative values counting back from
+/// `extent` (ONNX's convention).
+Value normalizedIndex(OpBuilder &b, Location loc, Value element,
+                      int64_t extent) {
+  Value idx = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
+  Value neg = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, idx,
+                                    indexConstant(b, loc, 0));
+  Value wrapped =
+      arith::AddIOp::create(b, loc, idx, indexConstant(b, loc, extent));
+  return arith::SelectOp::create(b, loc, neg, wrapped, idx);
+}
+
+struct SliceLowering : OpRewritePattern<SliceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SliceOp op,
+                                PatternRewriter &rewriter) const override {
+    Value input = op.getInput();
+    ArrayRef<int64_t> starts = op.getStarts(), steps = op.getSteps();
+    rewriter.replaceOp(
+        op, gatherGeneric(rewriter, op.getLoc(), op.getType(),
+                          [&](OpBuilder &b, Location l, ValueRange ivs) {
+                            SmallVector<Value> coords;
+                            for (auto [d, iv] : llvm::enumerate(ivs))
+                              coords.push_back(arith::AddIOp::create(
+                                  b, l, indexConstant(b, l, starts[d]),
+                                  arith::MulIOp::create(
+                                      b, l, iv, indexConstant(b, l, steps[d]))));
+                            return tensor::ExtractOp::create(b, l, input,
+                                                             coords);
+                          }));
+    return success();
+  }
+};
+
+struct GatherLowering : OpRewritePattern<GatherOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherOp op,
+                                PatternRewriter &rewriter) const override {
+    Value input = op.getInput(), indices = op.getIndices();
+    auto inType = cast<RankedTensorType>(input.getType());
+    int64_t axis = op.getAxis();
+    int64_t indexRank = cast<RankedTensorType>(indices.getType()).getRank();
+    rewriter.replaceOp(
+        op, gatherGeneric(
+                rewriter, op.getLoc(), op.getType(),
+                [&](OpBuilder &b, Location l, ValueRange ivs) {
+                  Value k = tensor::ExtractOp::create(
+                      b, l, indices, ivs.slice(axis, indexRank));
+                  SmallVector<Value> coords(ivs.take_front(axis));
+                  coords.push_back(
+                      normalizedIndex(b, l, k, inType.getDimSize(axis)));
+                  llvm::append_range(coords, ivs.drop_front(axis + indexRank));
+                  return tensor::ExtractOp::create(b, l, input, coords);
+                }));
+    return success();
+  }
+};
+
+struct GatherElementsLowering : OpRewritePattern<GatherElementsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GatherElementsOp op,
+                                PatternRewriter &rewriter) const override {
+    Value input = op.getInput(), indices = op.getIndices();
+    int64_t axis = op.getAxis();
+    int64_t extent = cast<RankedTensorType>(input.getType()).getDimSize(axis);
+    rewriter.replaceOp(
+        op, gatherGeneric(rewriter, op.getLoc(), op.getType(),
+                          [&](OpBuilder &b, Location l, ValueRange ivs) {
+                            Value k = tensor::ExtractOp::create(b, l, indices,
+                                                                ivs);
+                            SmallVector<Value> coords(ivs);
+                            coords[axis] = normalizedIndex(b, l, k, extent);
+                            return tensor::ExtractOp::create(b, l, input,
+                                                             coords);
+                          }));
+    return success();
+  }
+};
+
+struct OneHotLowering : OpRewritePattern<OneHotOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(OneHotOp op,
+                                PatternRewriter &rewriter) const override {
+    Value indices = op.getIndices(), values = op.getValues();
+    int64_t axis = op.getAxis(), depth = op.getDepth();
+    rewriter.replaceOp(
+        op, gatherGeneric(
+                rewriter, op.getLoc(), op.getType(),
+                [&](OpBuilder &b, Location l, ValueRange ivs) {
+                  SmallVector<Value> at(ivs.take_front(axis));
+                  llvm::append_range(at, ivs.drop_front(axis + 1));
+                  Value k = tensor::ExtractOp::create(b, l, indices, at);
+                  Value idx = normalizedIndex(b, l, k, depth);
+                  Value hit = arith::CmpIOp::create(
+                      b, l, arith::CmpIPredicate::eq, idx, ivs[axis]);
+                  Value off = tensor::ExtractOp::create(
+                      b, l, values, ValueRange{indexConstant(b, l, 0)});
+                  Value on = tensor::ExtractOp::create(
+                      b, l, values, ValueRange{indexConstant(b, l, 1)});
+                  return arith::SelectOp::create(b, l, hit, on, off);
+                }));
+    return success();
+  }
+};
+
+struct TriluLowering : OpRewritePattern<TriluOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TriluOp op,
+                                PatternRewriter &rewriter) const override {
+    Value input = op.getInput();
+    int64_t k = op.getK();
+    bool upper = op.getUpper();
+    RankedTensorType type = op.getType();
+    rewriter.replaceOp(
+        op, gatherGeneric(
+                rewriter, op.getLoc(), type,
+                [&](OpBuilder &b, Location l, ValueRange ivs) {
+                  int64_t rank = ivs.size();
+                  // Keep j - i >= k (upper) or j - i <= k (lower).
+                  Value diff = arith::SubIOp::create(b, l, ivs[rank - 1],
+                                                     ivs[rank - 2]);
+                  Value keep = arith::CmpIOp::create(
+                      b, l,
+                      upper ? arith::CmpIPredicate::sge
+                            : arith::CmpIPredicate::sle,
+                      diff, indexConstant(b, l, k));
+                  Value x = tensor::ExtractOp::create(b, l, input, ivs);
+                  return arith::SelectOp::create(
+                      b, l, keep, x,
+                      scalarConstant(b, l, type.getElementType(), 0));
+                }));
+    return success();
+  }
+};
+
+struct PadLowering : OpRewritePattern<PadOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PadOp op,
+                                PatternRewriter &rewriter) const override {
+    Value input = op.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    ArrayRef<int64_t> low = op.getLow();
+    PadMode mode = op.getMode();
+    double fill = op.getValue().convertToDouble();
+    RankedTensorType type = op.getType();
+    rewriter.replaceOp(
+        op, gatherGeneric(
+                rewriter, op.getLoc(), type,
+                [&](OpBuilder &b, Location l, ValueRange ivs) -> Value {
+                  // Source coordinate per dimension; constant mode also
+                  // tracks whether it falls outside the input.
+                  Value inside;
+                  SmallVector<Value> coords;
+                  for (auto [d, iv] : llvm::enumerate(ivs)) {
+                    int64_t extent = inType.getDimSize(d);
+                    Value src = arith::SubIOp::create(
+                        b, l, iv, indexConstant(b, l, low[d]));
+                    Value zero = indexConstant(b, l, 0);
+                    Value last = indexConstant(b, l, extent - 1);
+                    if (mode == PadMode::Edge) {
+                      src = arith::MaxSIOp::create(b, l, src, zero);
+                      src = arith::MinSIOp::create(b, l, src, last);
+                    } else if (mode == PadMode::Reflect) {
+                      // Mirror without repeating the edge: |src| then
+                      // 2*last - src past the end.
+                      Value neg = arith::SubIOp::create(b, l, zero, src);
+                      src = arith::MaxSIOp::create(b, l, src, neg);
+                      Value mirrored = arith::SubIOp::create(
+                          b, l, indexConstant(b, l, 2 * (extent - 1)), src);
+                      src = arith::MinSIOp::create(b, l, src, mirrored);
+                    } else {
+                      Value ge = arith::CmpIOp::create(
+                          b, l, arith::CmpIPredicate::sge, src, zero);
+                      Value le = arith::CmpIOp::create(
+                          b, l, arith::CmpIPredicate::sle, src, last);
+                      Value ok = arith::AndIOp::create(b, l, ge, le);
+                      inside = inside ? (Value)arith::AndIOp::create(
+                                            b, l, inside, ok)
+                                      : ok;
+                      src = arith::MaxSIOp::create(b, l, src, zero);
+                      src = arith::MinSIOp::create(b, l, src, last);
+                    }
+                    coords.push_back(src);
+                  }
+                  Value x = tensor::ExtractOp::create(b, l, input, coords);
+                  if (!inside)
+                    return x;
+                  return arith::SelectOp::create(
+                      b, l, inside, x,
+                      scalarConstant(b, l, type.getElementType(), fill));
+                }));
+    return success();
+  }
+};
+
+struct ConvertLoomToLinalgPass
+    : mlir::loom::impl::ConvertLoomToLinalgPassBase<ConvertLoomToLinalgPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateElementwisePatterns(patterns);
+    populateStructuredPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns)))) {
+      getOperation().emitError("lowering loom to linalg did not converge");
+      return signalPassFailure();
+    }
+    // What is left has no CPU lowering yet; say which ops, where.
+    bool failedAny = false;
+    getOperation().walk([&](Operation *op) {
+      if (isa<LoomDialect>(op->getDialect()) && !isa<MeshOp>(op)) {
+        op->emitOpError() << "has no CPU lowering yet";
+        failedAny = true;
+      }
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<ReduceLowering<ReduceSumOp, Combine::Sum>,
+               ReduceLowering<ReduceMeanOp, Combine::Sum, /*mean=*/true>,
+               ReduceLowering<ReduceMaxOp, Combine::Max>,
+               ReduceLowering<ReduceMinOp, Combine::Min>,
+               ReduceLowering<ReduceProdOp, Combine::Prod>,
+               ArgReduceLowering<ArgMaxOp, true>,
+               ArgReduceLowering<ArgMinOp, false>, MatmulLowering,
+               SoftmaxLowering<SoftmaxOp, false>,
+               SoftmaxLowering<LogSoftmaxOp, true>, LayerNormLowering,
+               BatchNormLowering, TransposeLowering, ReshapeLowering,
+               ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
+               SliceLowering, GatherLowering, GatherElementsLowering,
+               OneHotLowering, TriluLowering, PadLowering>(ctx);
+}

@@ -1,0 +1,48 @@
+//===- Passes.td - Loom's conversion passes ----------------*- tablegen -*-===//
+//
+// Lowerings out of the loom dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_CONVERSION_PASSES
+#define LOOM_CONVERSION_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertLoomToLinalgPass
+    : Pass<"loom-convert-loom-to-linalg", "::mlir::ModuleOp"> {
+  let summary = "lowers loom ops to linalg, tensor, arith and math on tensors";
+  let description = [{
+    Rewrites loom ops into upstream ops on tensors, ready for one-shot
+    bufferization: elementwise ops (with numpy broadcasting) become one
+    `linalg.generic` each, contractions and reductions `linalg.generic`s with
+    reduction iterators, layout ops `linalg.transpose`, `tensor.collapse_shape`
+    / `tensor.expand_shape`, `tensor.extract_slice` and `tensor.insert_slice`,
+    and softmax its numerically stable decomposition. An op without a CPU
+    lowering yet is reported with an error that names it.
+
+    Input:
+    ```mlir
+    %0 = loom.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    ```
+    Output:
+    ```mlir
+    %e = tensor.empty() : tensor<2x3xf32>
+    %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>,
+                                          affine_map<(d0, d1) -> (d1)>,
+                                          affine_map<(d0, d1) -> (d0, d1)>],
+                         iterator_types = ["parallel", "parallel"]}
+        ins(%a, %b : tensor<2x3xf32>, tensor<3xf32>) outs(%e : tensor<2x3xf32>) {
+    ^bb0(%x: f32, %y: f32, %out: f32):
+      %s = arith.addf %x, %y : f32
+      linalg.yield %s : f32
+    } -> tensor<2x3xf32>
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
+}
+
+#endif // LOOM_CONVERSION_PASSES

@@ -1,0 +1,76 @@
+//===- Pipelines.cpp - Loom's named pass pipelines ------------------------===//
+//
+// The CPU pipeline: Loom's lowering to linalg, then MLIR's upstream
+// bufferization and LLVM lowering. In mlir-opt terms the second half is
+//   one-shot-bufferize{bufferize-function-boundaries
+//     function-boundary-type-conversion=identity-layout-map},
+//   buffer-deallocation-pipeline, convert-linalg-to-loops, lower-affine,
+//   convert-scf-to-cf, expand-strided-metadata, convert-math-to-libm,
+//   convert-to-llvm, reconcile-unrealized-casts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Pipelines.h"
+#include "passes/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void loom::buildLoomToLinalgPipeline(OpPassManager &pm,
+                                     const LoomCpuPipelineOptions &options) {
+  pm.addPass(createConvertLoomToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  if (options.optLevel > 0) {
+    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+    pm.addPass(createCanonicalizerPass());
+    pm.addPass(createCSEPass());
+  }
+}
+
+void loom::buildLoomLinalgToLLVMPipeline(
+    OpPassManager &pm, const LoomCpuPipelineOptions &options) {
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  // math.erf and friends have no LLVM intrinsic; libm provides them all.
+  pm.addPass(createConvertMathToLibmPass());
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void loom::buildLoomCpuPipeline(OpPassManager &pm,
+                                const LoomCpuPipelineOptions &options) {
+  buildLoomToLinalgPipeline(pm, options);
+  buildLoomLinalgToLLVMPipeline(pm, options);
+}
+
+void loom::registerLoomPipelines() {
+  PassPipelineRegistration<LoomCpuPipelineOptions>(
+      "loom-to-linalg-pipeline",
+      "lowers the loom dialect to linalg on tensors (loomc --emit=linalg)",
+      buildLoomToLinalgPipeline);
+  PassPipelineRegistration<LoomCpuPipelineOptions>(
+      "loom-linalg-to-llvm-pipeline",
+      "bufferizes linalg on tensors and lowers it to the LLVM dialect",
+      buildLoomLinalgToLLVMPipeline);
+  PassPipelineRegistration<LoomCpuPipelineOptions>(
+      "loom-cpu-pipeline",
+      "lowers the loom dialect to the LLVM dialect for CPUs "
+      "(loomc --emit=llvm)",
+      buildLoomCpuPipeline);
+}
