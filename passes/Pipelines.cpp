@@ -4,6 +4,8 @@
 // bufferization and LLVM lowering. In mlir-opt terms the second half is
 //   one-shot-bufferize{bufferize-function-boundaries
 //     function-boundary-type-conversion=identity-layout-map},
+//   buffer-results-to-out-params{modify-public-functions hoist-static-allocs},
+//   loom-expose-entry-points,
 //   buffer-deallocation-pipeline, convert-linalg-to-loops, lower-affine,
 //   convert-scf-to-cf, expand-strided-metadata, convert-math-to-libm,
 //   convert-to-llvm, reconcile-unrealized-casts.
@@ -42,6 +44,12 @@ void loom::buildLoomLinalgToLLVMPipeline(
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Results become caller-allocated arguments: the runtime owns all memory.
+  bufferization::BufferResultsToOutParamsPassOptions outParams;
+  outParams.modifyPublicFunctions = true;
+  outParams.hoistStaticAllocs = true;
+  pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
+  pm.addPass(createLoomExposeEntryPointsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());

@@ -20,6 +20,7 @@ config.substitutions.append(("%mlir_runner_libs", ",".join(
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.add_tool_substitutions(["loom-opt", "loomc"],
+llvm_config.add_tool_substitutions(["loom-opt", "loomc", "loom-run",
+                                    "npy-compare"],
                                    [config.loom_tools_dir])
 llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])

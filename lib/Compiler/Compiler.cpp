@@ -1,10 +1,11 @@
 //===- Compiler.cpp - the library behind loomc ----------------------------===//
 //
-// Model loading and the phase pipeline of loomc.
+// Model loading, the phase pipeline of loomc and writing its output.
 //
 //===----------------------------------------------------------------------===//
 
 #include "loom/Compiler/Compiler.h"
+#include "loom/Target/Bundle.h"
 
 #include "dialects/Loom/LoomOps.h"
 #include "passes/Pipelines.h"
@@ -13,8 +14,10 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -29,7 +32,6 @@ OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
       return nullptr;
     }
     llvm::SourceMgr sourceMgr;
-    std::string error;
     auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path);
     if (!buffer) {
       emitError(FileLineColLoc::get(&context, path, 0, 0))
@@ -42,20 +44,70 @@ OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
   return importOnnxFile(&context, path, options.import);
 }
 
-LogicalResult mlir::loom::runPipeline(ModuleOp module,
-                                      const CompilerOptions &options) {
+LogicalResult mlir::loom::runPipeline(ModuleOp module, EmitPhase phase,
+                                      unsigned optLevel) {
   PassManager pm(module->getName());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
-  if (options.optLevel > 0) {
+  if (optLevel > 0) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
   LoomCpuPipelineOptions cpu;
-  cpu.optLevel = options.optLevel;
-  if (options.emit >= EmitPhase::Linalg)
+  cpu.optLevel = optLevel;
+  if (phase >= EmitPhase::Linalg)
     buildLoomToLinalgPipeline(pm, cpu);
-  if (options.emit >= EmitPhase::LLVM)
+  if (phase >= EmitPhase::LLVM)
     buildLoomLinalgToLLVMPipeline(pm, cpu);
   return pm.run(module);
+}
+
+LogicalResult mlir::loom::compile(MLIRContext &context,
+                                  const CompilerOptions &options) {
+  EmitPhase phase = options.emit.value_or(
+      StringRef(options.outputPath).ends_with(".loom") ? EmitPhase::Bundle
+                                                       : EmitPhase::Loom);
+  Location cmdLoc = UnknownLoc::get(&context);
+  if (phase >= EmitPhase::Obj && options.outputPath == "-")
+    return emitError(cmdLoc)
+           << (phase == EmitPhase::Bundle ? "--emit=bundle" : "--emit=obj")
+           << " needs an output path (-o)";
+
+  OwningOpRef<ModuleOp> module = loadModel(context, options);
+  if (!module)
+    return failure();
+
+  // Entry-point signatures (names, parameter values) are read from the loom
+  // dialect, before lowering turns tensors into pointers.
+  SmallVector<EntrySignature> entries;
+  if (phase >= EmitPhase::Obj) {
+    if (failed(runPipeline(*module, EmitPhase::Loom, options.optLevel)))
+      return failure();
+    FailureOr<SmallVector<EntrySignature>> collected =
+        collectEntrySignatures(*module);
+    if (failed(collected))
+      return failure();
+    entries = std::move(*collected);
+  }
+  if (failed(runPipeline(*module, std::min(phase, EmitPhase::LLVM),
+                         options.optLevel)))
+    return failure();
+
+  if (phase == EmitPhase::Bundle)
+    return writeBundle(*module, entries, options.optLevel, options.outputPath);
+
+  std::string error;
+  auto output = openOutputFile(options.outputPath, &error);
+  if (!output)
+    return emitError(cmdLoc) << error;
+  if (phase == EmitPhase::Obj) {
+    if (failed(emitObjectFile(*module, entries, options.optLevel,
+                              output->os())))
+      return failure();
+  } else {
+    module->print(output->os());
+    output->os() << "\n";
+  }
+  output->keep();
+  return success();
 }

@@ -23,6 +23,7 @@
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_CONVERTLOOMTOLINALGPASS
+#define GEN_PASS_DEF_LOOMEXPOSEENTRYPOINTSPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -794,6 +795,32 @@ struct ConvertLoomToLinalgPass
     });
     if (failedAny)
       signalPassFailure();
+  }
+};
+
+struct LoomExposeEntryPointsPass
+    : mlir::loom::impl::LoomExposeEntryPointsPassBase<
+          LoomExposeEntryPointsPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (!func.isPublic() || func.isExternal())
+        continue;
+      func->setAttr("llvm.emit_c_interface", UnitAttr::get(&getContext()));
+      // Names and initial values were read from the loom dialect already;
+      // LLVM IR has no place for them.
+      auto strip = [](DictionaryAttr attrs) {
+        SmallVector<NamedAttribute> kept;
+        if (attrs)
+          for (NamedAttribute attr : attrs)
+            if (!attr.getName().getValue().starts_with("loom."))
+              kept.push_back(attr);
+        return kept;
+      };
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+        func.setArgAttrs(i, strip(func.getArgAttrDict(i)));
+      for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
+        func.setResultAttrs(i, strip(func.getResultAttrDict(i)));
+    }
   }
 };
 

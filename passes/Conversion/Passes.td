@@ -45,4 +45,19 @@ def ConvertLoomToLinalgPass
                            "::mlir::math::MathDialect"];
 }
 
+def LoomExposeEntryPointsPass
+    : Pass<"loom-expose-entry-points", "::mlir::ModuleOp"> {
+  let summary = "marks public functions for the C interface the runtime calls";
+  let description = [{
+    Sets `llvm.emit_c_interface` on every public function with a body, so
+    that the LLVM lowering emits `_mlir_ciface_<name>` taking one memref
+    descriptor pointer per argument. The bundle emitter wraps each of those
+    in `loom_entry_<name>(void **descriptors)`, which libloomrt calls.
+    The `loom.*` argument and result attributes (names, initial values),
+    which the bundle emitter has read by now, are dropped.
+    Run after bufferization and `buffer-results-to-out-params`, so results
+    are caller-allocated arguments too.
+  }];
+}
+
 #endif // LOOM_CONVERSION_PASSES

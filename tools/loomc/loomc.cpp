@@ -13,10 +13,8 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace llvm;
@@ -32,14 +30,20 @@ static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: stdo
                                        cl::cat(loomcCategory));
 
 static cl::opt<mlir::loom::EmitPhase> emitPhase(
-    "emit", cl::desc("Phase to stop after and print"),
+    "emit",
+    cl::desc("Phase to stop after (default: bundle when -o ends in .loom, "
+             "else loom)"),
     cl::values(clEnumValN(mlir::loom::EmitPhase::Loom, "loom",
                           "the loom dialect, as imported and simplified"),
                clEnumValN(mlir::loom::EmitPhase::Linalg, "linalg",
                           "linalg/tensor/arith/math on tensors"),
                clEnumValN(mlir::loom::EmitPhase::LLVM, "llvm",
-                          "the LLVM dialect for CPUs")),
-    cl::init(mlir::loom::EmitPhase::Loom), cl::cat(loomcCategory));
+                          "the LLVM dialect for CPUs"),
+               clEnumValN(mlir::loom::EmitPhase::Obj, "obj",
+                          "a native object file for this CPU"),
+               clEnumValN(mlir::loom::EmitPhase::Bundle, "bundle",
+                          "a bundle directory for loom-run and libloomrt")),
+    cl::cat(loomcCategory));
 
 static cl::opt<char> optLevel("O",
                               cl::desc("Optimization level: -O0 keeps the "
@@ -64,7 +68,9 @@ int main(int argc, char **argv) {
 
   mlir::loom::CompilerOptions options;
   options.inputPath = inputPath;
-  options.emit = emitPhase;
+  options.outputPath = outputPath;
+  if (emitPhase.getNumOccurrences())
+    options.emit = emitPhase;
   if (optLevel < '0' || optLevel > '3') {
     WithColor::error(errs(), "loomc") << "invalid optimization level -O"
                                       << optLevel << " (expected 0-3)\n";
@@ -85,19 +91,7 @@ int main(int argc, char **argv) {
   context.loadAllAvailableDialects();
   mlir::loom::ToolDiagnosticHandler diagnostics(&context, errs());
 
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::loom::loadModel(context, options);
-  if (!module || failed(mlir::loom::runPipeline(*module, options)))
+  if (failed(mlir::loom::compile(context, options)))
     return 1;
-
-  std::string error;
-  auto output = mlir::openOutputFile(outputPath, &error);
-  if (!output) {
-    WithColor::error(errs(), "loomc") << error << "\n";
-    return 1;
-  }
-  module->print(output->os());
-  output->os() << "\n";
-  output->keep();
   return 0;
 }

@@ -15,11 +15,8 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
-
-namespace llvm {
-class raw_ostream;
-} // namespace llvm
 
 namespace mlir::loom {
 
@@ -31,12 +28,21 @@ enum class EmitPhase {
   Linalg,
   /// The LLVM dialect for CPUs (loom-cpu-pipeline).
   LLVM,
+  /// A native object file for this machine's CPU.
+  Obj,
+  /// A bundle directory: shared library, parameters, manifest.
+  Bundle,
 };
 
 struct CompilerOptions {
   std::string inputPath;
-  EmitPhase emit = EmitPhase::Loom;
-  /// 0 keeps the imported IR as is; 1 and above canonicalize and CSE.
+  /// "-" for stdout (text phases only).
+  std::string outputPath = "-";
+  /// When unset: a bundle if the output path ends in `.loom`, else the loom
+  /// dialect.
+  std::optional<EmitPhase> emit;
+  /// 0 keeps the imported IR as is and lowers op by op; 1 and above
+  /// canonicalize, fuse and optimize.
   unsigned optLevel = 2;
   OnnxImportOptions import;
 };
@@ -46,9 +52,12 @@ struct CompilerOptions {
 OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
                                 const CompilerOptions &options);
 
-/// Runs the pipeline for `options.emit` on `module` (with the pass-manager
-/// options given on the command line, such as --mlir-print-ir-after-all).
-LogicalResult runPipeline(ModuleOp module, const CompilerOptions &options);
+/// Runs the pipeline for `phase` on `module` (with the pass-manager options
+/// given on the command line, such as --mlir-print-ir-after-all).
+LogicalResult runPipeline(ModuleOp module, EmitPhase phase, unsigned optLevel);
+
+/// The whole of loomc: load, lower to the requested phase, write the output.
+LogicalResult compile(MLIRContext &context, const CompilerOptions &options);
 
 } // namespace mlir::loom
 

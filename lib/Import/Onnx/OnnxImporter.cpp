@@ -447,6 +447,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
     resultTypes.push_back(value.getType());
   }
   func.setFunctionType(builder.getFunctionType(argTypes, resultTypes));
+  for (auto [i, output] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "loom.output", builder.getStringAttr(output.name()));
   func::ReturnOp::create(builder, loc, results);
 
   // Parameters that only fed static operands (e.g. a Clip bound) are dropped.

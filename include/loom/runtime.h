@@ -1,0 +1,156 @@
+/*===- loom/runtime.h - libloomrt, Loom's runtime C API -----------*- C -*-===*
+ *
+ * Loads a bundle written by `loomc -o model.loom`, binds input tensors and
+ * runs its entry points on the CPU.
+ *
+ * Conventions:
+ *  - Every function that can fail returns a loom_status_t: NULL means
+ *    success; otherwise the caller owns the status and frees it with
+ *    loom_status_free. The runtime never prints and never aborts.
+ *  - Handles are opaque; each create has a destroy.
+ *  - Options structs are filled by their _initialize function first, so
+ *    fields can be added without breaking callers.
+ *  - Out-parameters come last and are named out_*.
+ *  - A session is not thread-safe: use one per thread, or serialize calls.
+ *    Distinct sessions are independent.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef LOOM_RUNTIME_H
+#define LOOM_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define LOOM_API __declspec(dllexport)
+#else
+#define LOOM_API __attribute__((visibility("default")))
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===--------------------------------------------------------------------===*
+ * Status
+ *===--------------------------------------------------------------------===*/
+
+typedef enum loom_status_code_t {
+  LOOM_STATUS_OK = 0,
+  /** An argument is wrong: a NULL pointer, an unknown name, a size that
+   *  does not match the tensor. */
+  LOOM_STATUS_INVALID_ARGUMENT = 1,
+  /** A file or directory is missing or unreadable. */
+  LOOM_STATUS_NOT_FOUND = 2,
+  /** The bundle is corrupted, incomplete or of another format version. */
+  LOOM_STATUS_BAD_BUNDLE = 3,
+  /** An input was not bound before a run. */
+  LOOM_STATUS_FAILED_PRECONDITION = 4,
+  /** Out of memory. */
+  LOOM_STATUS_RESOURCE_EXHAUSTED = 5,
+  LOOM_STATUS_INTERNAL = 6,
+} loom_status_code_t;
+
+typedef struct loom_status_s *loom_status_t;
+
+/** The code of `status` (LOOM_STATUS_OK for NULL). */
+LOOM_API loom_status_code_t loom_status_code(loom_status_t status);
+/** The message of `status` ("" for NULL); owned by the status. */
+LOOM_API const char *loom_status_message(loom_status_t status);
+/** Frees `status`; NULL is allowed. */
+LOOM_API void loom_status_free(loom_status_t status);
+
+/*===--------------------------------------------------------------------===*
+ * Tensors
+ *===--------------------------------------------------------------------===*/
+
+typedef enum loom_dtype_t {
+  LOOM_DTYPE_FLOAT32 = 0,
+  LOOM_DTYPE_FLOAT64 = 1,
+  LOOM_DTYPE_FLOAT16 = 2,
+  LOOM_DTYPE_BFLOAT16 = 3,
+  LOOM_DTYPE_INT64 = 4,
+  LOOM_DTYPE_INT32 = 5,
+  LOOM_DTYPE_INT16 = 6,
+  LOOM_DTYPE_INT8 = 7,
+  LOOM_DTYPE_BOOL = 8,
+} loom_dtype_t;
+
+/** Bytes of one element of `dtype` (bool takes one byte). */
+LOOM_API size_t loom_dtype_size(loom_dtype_t dtype);
+/** The numpy-style name of `dtype` ("float32", ...); static storage. */
+LOOM_API const char *loom_dtype_name(loom_dtype_t dtype);
+
+#define LOOM_MAX_RANK 16
+
+typedef enum loom_tensor_kind_t {
+  LOOM_TENSOR_INPUT = 0,
+  LOOM_TENSOR_PARAMETER = 1,
+  LOOM_TENSOR_OUTPUT = 2,
+} loom_tensor_kind_t;
+
+typedef struct loom_tensor_info_t {
+  /** Owned by the session; valid until it is destroyed. */
+  const char *name;
+  loom_tensor_kind_t kind;
+  loom_dtype_t dtype;
+  int32_t rank;
+  int64_t shape[LOOM_MAX_RANK];
+  /** Size of the dense, row-major data in bytes. */
+  size_t bytes;
+} loom_tensor_info_t;
+
+/*===--------------------------------------------------------------------===*
+ * Sessions
+ *===--------------------------------------------------------------------===*/
+
+typedef struct loom_session_t loom_session_t;
+
+typedef struct loom_session_options_t {
+  /** Size of this struct, set by loom_session_options_initialize. */
+  size_t struct_size;
+  /** Entry point to run; NULL selects the bundle's first one. */
+  const char *entry_point;
+} loom_session_options_t;
+
+LOOM_API void loom_session_options_initialize(loom_session_options_t *options);
+
+/** Loads the bundle directory at `bundle_path`, maps its library and reads
+ *  the initial parameter values. `options` may be NULL (defaults). */
+LOOM_API loom_status_t loom_session_create(const char *bundle_path,
+                                           const loom_session_options_t *options,
+                                           loom_session_t **out_session);
+/** Frees the session and every buffer it owns; NULL is allowed. */
+LOOM_API void loom_session_destroy(loom_session_t *session);
+
+/** Number of tensors of the entry point: inputs, parameters and outputs. */
+LOOM_API size_t loom_session_tensor_count(const loom_session_t *session);
+/** Describes tensor `index` (in the bundle's argument order). */
+LOOM_API loom_status_t loom_session_tensor_info(const loom_session_t *session,
+                                                size_t index,
+                                                loom_tensor_info_t *out_info);
+/** Index of the tensor called `name`. */
+LOOM_API loom_status_t loom_session_find_tensor(const loom_session_t *session,
+                                                const char *name,
+                                                size_t *out_index);
+
+/** Copies `bytes` of dense row-major data into input or parameter `index`;
+ *  `bytes` must equal the tensor's size. The caller keeps `data`. */
+LOOM_API loom_status_t loom_session_set_tensor(loom_session_t *session,
+                                               size_t index, const void *data,
+                                               size_t bytes);
+/** Runs the entry point; every input must have been set once. */
+LOOM_API loom_status_t loom_session_run(loom_session_t *session);
+/** The data of tensor `index` (outputs after a run; inputs and parameters
+ *  as set). Owned by the session; valid until the next run or destroy. */
+LOOM_API loom_status_t loom_session_tensor_data(const loom_session_t *session,
+                                                size_t index,
+                                                const void **out_data,
+                                                size_t *out_bytes);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* LOOM_RUNTIME_H */

@@ -1,0 +1,373 @@
+//===- Runtime.cpp - libloomrt: bundles, buffers, runs --------------------===//
+//
+// Implements include/loom/runtime.h. A session reads the bundle's manifest,
+// maps its shared library with dlopen, owns one 64-byte aligned buffer per
+// tensor (parameters start from params.bin), and calls the entry point with
+// one memref descriptor per tensor. No exception leaves this file.
+//
+//===----------------------------------------------------------------------===//
+
+#include "loom/runtime.h"
+
+#include <nlohmann/json.hpp>
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <new>
+#include <sstream>
+#include <string>
+#include <vector>
+
+struct loom_status_s {
+  loom_status_code_t code;
+  std::string message;
+};
+
+namespace {
+
+loom_status_t makeStatus(loom_status_code_t code, std::string message) {
+  return new (std::nothrow) loom_status_s{code, std::move(message)};
+}
+
+struct AlignedFree {
+  void operator()(void *p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<char, AlignedFree>;
+
+struct Tensor {
+  std::string name;
+  loom_tensor_kind_t kind;
+  loom_dtype_t dtype;
+  std::vector<int64_t> shape;
+  size_t bytes = 0;
+  Buffer data;
+  bool set = false;
+  /// The memref descriptor: allocated and aligned pointers, offset, sizes,
+  /// strides (all 8-byte words).
+  std::vector<int64_t> descriptor;
+};
+
+bool parseDtype(const std::string &name, loom_dtype_t &out) {
+  static const std::pair<const char *, loom_dtype_t> table[] = {
+      {"float32", LOOM_DTYPE_FLOAT32}, {"float64", LOOM_DTYPE_FLOAT64},
+      {"float16", LOOM_DTYPE_FLOAT16}, {"bfloat16", LOOM_DTYPE_BFLOAT16},
+      {"int64", LOOM_DTYPE_INT64},     {"int32", LOOM_DTYPE_INT32},
+      {"int16", LOOM_DTYPE_INT16},     {"int8", LOOM_DTYPE_INT8},
+      {"bool", LOOM_DTYPE_BOOL}};
+  for (const auto &[n, d] : table)
+    if (name == n) {
+      out = d;
+      return true;
+    }
+  return false;
+}
+
+} // namespace
+
+struct loom_session_t {
+  void *library = nullptr;
+  void (*entry)(void **) = nullptr;
+  std::vector<Tensor> tensors;
+  std::vector<void *> descriptors;
+
+  ~loom_session_t() {
+    if (library)
+      dlclose(library);
+  }
+};
+
+extern "C" {
+
+loom_status_code_t loom_status_code(loom_status_t status) {
+  return status ? status->code : LOOM_STATUS_OK;
+}
+
+const char *loom_status_message(loom_status_t status) {
+  return status ? status->message.c_str() : "";
+}
+
+void loom_status_free(loom_status_t status) { delete status; }
+
+size_t loom_dtype_size(loom_dtype_t dtype) {
+  switch (dtype) {
+  case LOOM_DTYPE_FLOAT64:
+  case LOOM_DTYPE_INT64:
+    return 8;
+  case LOOM_DTYPE_FLOAT32:
+  case LOOM_DTYPE_INT32:
+    return 4;
+  case LOOM_DTYPE_FLOAT16:
+  case LOOM_DTYPE_BFLOAT16:
+  case LOOM_DTYPE_INT16:
+    return 2;
+  case LOOM_DTYPE_INT8:
+  case LOOM_DTYPE_BOOL:
+    return 1;
+  }
+  return 0;
+}
+
+const char *loom_dtype_name(loom_dtype_t dtype) {
+  switch (dtype) {
+  case LOOM_DTYPE_FLOAT32:
+    return "float32";
+  case LOOM_DTYPE_FLOAT64:
+    return "float64";
+  case LOOM_DTYPE_FLOAT16:
+    return "float16";
+  case LOOM_DTYPE_BFLOAT16:
+    return "bfloat16";
+  case LOOM_DTYPE_INT64:
+    return "int64";
+  case LOOM_DTYPE_INT32:
+    return "int32";
+  case LOOM_DTYPE_INT16:
+    return "int16";
+  case LOOM_DTYPE_INT8:
+    return "int8";
+  case LOOM_DTYPE_BOOL:
+    return "bool";
+  }
+  return "unknown";
+}
+
+void loom_session_options_initialize(loom_session_options_t *options) {
+  if (!options)
+    return;
+  std::memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+}
+
+static loom_status_t createSession(const std::string &dir,
+                                   const loom_session_options_t &options,
+                                   std::unique_ptr<loom_session_t> &session) {
+  auto bad = [&](const std::string &what) {
+    return makeStatus(LOOM_STATUS_BAD_BUNDLE,
+                      "bundle " + dir + ": " + what);
+  };
+  std::ifstream manifestFile(dir + "/manifest.json");
+  if (!manifestFile)
+    return makeStatus(LOOM_STATUS_NOT_FOUND,
+                      "cannot read " + dir +
+                          "/manifest.json (is this a bundle directory "
+                          "written by loomc -o model.loom?)");
+  nlohmann::json manifest;
+  try {
+    manifest = nlohmann::json::parse(manifestFile);
+  } catch (const std::exception &e) {
+    return bad(std::string("manifest.json is not valid JSON: ") + e.what());
+  }
+  if (!manifest.is_object() || manifest.value("format", "") != "loom-bundle")
+    return bad("manifest.json is not a Loom bundle manifest");
+  if (manifest.value("format_version", 0) != 1)
+    return bad("format version " +
+               std::to_string(manifest.value("format_version", 0)) +
+               " is not supported (this runtime reads version 1)");
+  const auto &entries = manifest["entry_points"];
+  if (!entries.is_array() || entries.empty())
+    return bad("manifest lists no entry points");
+  const nlohmann::json *entry = &entries[0];
+  if (options.entry_point) {
+    entry = nullptr;
+    for (const auto &e : entries)
+      if (e.value("name", "") == options.entry_point)
+        entry = &e;
+    if (!entry)
+      return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                        std::string("bundle has no entry point \"") +
+                            options.entry_point + "\"");
+  }
+
+  // Parameters file.
+  std::vector<char> params;
+  {
+    std::string path = dir + "/" + manifest.value("parameters_file", "params.bin");
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      return bad("cannot read " + path);
+    params.assign(std::istreambuf_iterator<char>(in),
+                  std::istreambuf_iterator<char>());
+  }
+
+  for (const auto &arg : (*entry)["arguments"]) {
+    Tensor t;
+    t.name = arg.value("name", "");
+    std::string kind = arg.value("kind", "");
+    t.kind = kind == "input"       ? LOOM_TENSOR_INPUT
+             : kind == "parameter" ? LOOM_TENSOR_PARAMETER
+             : kind == "output"    ? LOOM_TENSOR_OUTPUT
+                                   : (loom_tensor_kind_t)-1;
+    if (t.name.empty() || (int)t.kind < 0)
+      return bad("an argument has no name or an unknown kind \"" + kind + "\"");
+    if (!parseDtype(arg.value("dtype", ""), t.dtype))
+      return bad("tensor \"" + t.name + "\" has an unknown dtype");
+    size_t count = 1;
+    if (!arg["shape"].is_array() || arg["shape"].size() > LOOM_MAX_RANK)
+      return bad("tensor \"" + t.name + "\" has no valid shape");
+    for (const auto &d : arg["shape"]) {
+      if (!d.is_number_integer() || d.get<int64_t>() < 0)
+        return bad("tensor \"" + t.name + "\" has a negative dimension");
+      t.shape.push_back(d.get<int64_t>());
+      count *= t.shape.back();
+    }
+    t.bytes = count * loom_dtype_size(t.dtype);
+    size_t allocation = ((t.bytes + 63) / 64) * 64;
+    t.data.reset(static_cast<char *>(
+        std::aligned_alloc(64, allocation ? allocation : 64)));
+    if (!t.data)
+      return makeStatus(LOOM_STATUS_RESOURCE_EXHAUSTED,
+                        "cannot allocate " + std::to_string(t.bytes) +
+                            " bytes for \"" + t.name + "\"");
+    std::memset(t.data.get(), 0, t.bytes);
+    if (t.kind == LOOM_TENSOR_PARAMETER) {
+      int64_t offset = arg.value("offset", (int64_t)-1);
+      int64_t bytes = arg.value("bytes", (int64_t)-1);
+      if (bytes != (int64_t)t.bytes || offset < 0 ||
+          (size_t)(offset + bytes) > params.size())
+        return bad("parameter \"" + t.name + "\" (" + std::to_string(t.bytes) +
+                   " bytes) does not fit in the parameters file of " +
+                   std::to_string(params.size()) + " bytes");
+      std::memcpy(t.data.get(), params.data() + offset, t.bytes);
+      t.set = true;
+    }
+    // Row-major descriptor.
+    int64_t rank = t.shape.size();
+    t.descriptor.assign(3 + 2 * rank, 0);
+    t.descriptor[0] = t.descriptor[1] = (int64_t)(intptr_t)t.data.get();
+    int64_t stride = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      t.descriptor[3 + d] = t.shape[d];
+      t.descriptor[3 + rank + d] = stride;
+      stride *= t.shape[d];
+    }
+    session->tensors.push_back(std::move(t));
+  }
+  for (Tensor &t : session->tensors)
+    session->descriptors.push_back(t.descriptor.data());
+
+  std::string library = dir + "/" + manifest.value("library", "model.so");
+  session->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!session->library) {
+    const char *why = dlerror();
+    return bad("cannot load " + library + ": " + (why ? why : "unknown error"));
+  }
+  std::string symbol = entry->value("symbol", "");
+  session->entry =
+      reinterpret_cast<void (*)(void **)>(dlsym(session->library, symbol.c_str()));
+  if (!session->entry)
+    return bad("library has no entry point symbol \"" + symbol + "\"");
+  return nullptr;
+}
+
+loom_status_t loom_session_create(const char *bundle_path,
+                                  const loom_session_options_t *options,
+                                  loom_session_t **out_session) {
+  if (!bundle_path || !out_session)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "bundle_path and out_session must not be NULL");
+  *out_session = nullptr;
+  loom_session_options_t defaults;
+  loom_session_options_initialize(&defaults);
+  try {
+    auto session = std::make_unique<loom_session_t>();
+    if (loom_status_t status =
+            createSession(bundle_path, options ? *options : defaults, session))
+      return status;
+    *out_session = session.release();
+    return nullptr;
+  } catch (const std::bad_alloc &) {
+    return makeStatus(LOOM_STATUS_RESOURCE_EXHAUSTED, "out of memory");
+  } catch (const std::exception &e) {
+    return makeStatus(LOOM_STATUS_BAD_BUNDLE,
+                      std::string("bundle ") + bundle_path + ": " + e.what());
+  }
+}
+
+void loom_session_destroy(loom_session_t *session) { delete session; }
+
+size_t loom_session_tensor_count(const loom_session_t *session) {
+  return session ? session->tensors.size() : 0;
+}
+
+loom_status_t loom_session_tensor_info(const loom_session_t *session,
+                                       size_t index,
+                                       loom_tensor_info_t *out_info) {
+  if (!session || !out_info || index >= session->tensors.size())
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "no tensor #" + std::to_string(index));
+  const Tensor &t = session->tensors[index];
+  out_info->name = t.name.c_str();
+  out_info->kind = t.kind;
+  out_info->dtype = t.dtype;
+  out_info->rank = (int32_t)t.shape.size();
+  for (size_t d = 0; d < t.shape.size(); ++d)
+    out_info->shape[d] = t.shape[d];
+  out_info->bytes = t.bytes;
+  return nullptr;
+}
+
+loom_status_t loom_session_find_tensor(const loom_session_t *session,
+                                       const char *name, size_t *out_index) {
+  if (!session || !name || !out_index)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "session, name and out_index must not be NULL");
+  for (size_t i = 0; i < session->tensors.size(); ++i)
+    if (session->tensors[i].name == name) {
+      *out_index = i;
+      return nullptr;
+    }
+  std::string known;
+  for (const Tensor &t : session->tensors)
+    known += (known.empty() ? "" : ", ") + t.name;
+  return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                    std::string("no tensor \"") + name + "\" (the bundle has " +
+                        known + ")");
+}
+
+loom_status_t loom_session_set_tensor(loom_session_t *session, size_t index,
+                                      const void *data, size_t bytes) {
+  if (!session || index >= session->tensors.size() || (!data && bytes))
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "no tensor #" + std::to_string(index));
+  Tensor &t = session->tensors[index];
+  if (t.kind == LOOM_TENSOR_OUTPUT)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "\"" + t.name + "\" is an output and cannot be set");
+  if (bytes != t.bytes)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "\"" + t.name + "\" holds " + std::to_string(t.bytes) +
+                          " bytes, got " + std::to_string(bytes));
+  if (bytes)
+    std::memcpy(t.data.get(), data, bytes);
+  t.set = true;
+  return nullptr;
+}
+
+loom_status_t loom_session_run(loom_session_t *session) {
+  if (!session)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, "session is NULL");
+  for (const Tensor &t : session->tensors)
+    if (t.kind == LOOM_TENSOR_INPUT && !t.set)
+      return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
+                        "input \"" + t.name + "\" was not set");
+  session->entry(session->descriptors.data());
+  return nullptr;
+}
+
+loom_status_t loom_session_tensor_data(const loom_session_t *session,
+                                       size_t index, const void **out_data,
+                                       size_t *out_bytes) {
+  if (!session || !out_data || !out_bytes ||
+      index >= session->tensors.size())
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "no tensor #" + std::to_string(index));
+  *out_data = session->tensors[index].data.get();
+  *out_bytes = session->tensors[index].bytes;
+  return nullptr;
+}
+
+} // extern "C"

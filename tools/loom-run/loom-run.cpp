@@ -1,0 +1,146 @@
+//===- loom-run.cpp - runs Loom bundles -----------------------------------===//
+//
+//   loom-run infer model.loom --input NAME=FILE.npy ... --output-dir DIR
+//
+// Binds .npy files to a bundle's inputs through libloomrt's C API, runs the
+// entry point and writes every output as DIR/<output name>.npy.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+#include "loom/runtime.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+using namespace llvm;
+
+static cl::SubCommand inferCommand("infer",
+                                   "Run a bundle's entry point on .npy inputs");
+static cl::opt<std::string> bundlePath(cl::Positional, cl::Required,
+                                       cl::desc("<model.loom>"),
+                                       cl::sub(inferCommand));
+static cl::list<std::string>
+    inputs("input", cl::desc("Bind an input (or parameter) to a .npy file"),
+           cl::value_desc("NAME=FILE.npy"), cl::sub(inferCommand));
+static cl::opt<std::string> outputDir("output-dir",
+                                      cl::desc("Where outputs are written "
+                                               "(default: .)"),
+                                      cl::value_desc("DIR"), cl::init("."),
+                                      cl::sub(inferCommand));
+static cl::opt<std::string> entryPoint("entry",
+                                       cl::desc("Entry point (default: the "
+                                                "bundle's first)"),
+                                       cl::sub(inferCommand));
+
+static int fail(const Twine &message) {
+  WithColor::error(errs(), "loom-run") << message << "\n";
+  return 1;
+}
+
+static std::string describe(loom_dtype_t dtype, const int64_t *shape,
+                            size_t rank) {
+  std::string text = std::string(loom_dtype_name(dtype)) + " [";
+  for (size_t i = 0; i < rank; ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// Runs `call`; on a non-NULL status prints it and returns false.
+static bool check(loom_status_t status) {
+  if (!status)
+    return true;
+  fail(loom_status_message(status));
+  loom_status_free(status);
+  return false;
+}
+
+static int runInfer() {
+  loom_session_options_t options;
+  loom_session_options_initialize(&options);
+  if (!entryPoint.empty())
+    options.entry_point = entryPoint.c_str();
+  loom_session_t *session = nullptr;
+  if (!check(loom_session_create(bundlePath.c_str(), &options, &session)))
+    return 1;
+  struct Destroy {
+    loom_session_t *s;
+    ~Destroy() { loom_session_destroy(s); }
+  } destroy{session};
+
+  for (const std::string &spec : inputs) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty())
+      return fail("expected --input NAME=FILE.npy, got \"" + spec + "\"");
+    size_t index;
+    if (!check(loom_session_find_tensor(session, name.str().c_str(), &index)))
+      return 1;
+    loom_tensor_info_t info;
+    if (!check(loom_session_tensor_info(session, index, &info)))
+      return 1;
+    loom::npy::Array array;
+    std::string error;
+    if (!loom::npy::read(file.str(), array, error))
+      return fail(error);
+    bool sameShape = array.shape.size() == (size_t)info.rank;
+    for (size_t d = 0; sameShape && d < array.shape.size(); ++d)
+      sameShape = array.shape[d] == info.shape[d];
+    if (array.dtype != info.dtype || !sameShape)
+      return fail("input \"" + name + "\" expects " +
+                  describe(info.dtype, info.shape, info.rank) + ", but " +
+                  file + " holds " +
+                  describe(array.dtype, array.shape.data(), array.shape.size()));
+    if (!check(loom_session_set_tensor(session, index, array.data.data(),
+                                       array.data.size())))
+      return 1;
+  }
+  if (!check(loom_session_run(session)))
+    return 1;
+
+  if (std::error_code ec = sys::fs::create_directories(outputDir))
+    return fail("cannot create " + outputDir + ": " + ec.message());
+  for (size_t i = 0, e = loom_session_tensor_count(session); i < e; ++i) {
+    loom_tensor_info_t info;
+    if (!check(loom_session_tensor_info(session, i, &info)))
+      return 1;
+    if (info.kind != LOOM_TENSOR_OUTPUT)
+      continue;
+    const void *data;
+    size_t bytes;
+    if (!check(loom_session_tensor_data(session, i, &data, &bytes)))
+      return 1;
+    loom::npy::Array array;
+    array.dtype = info.dtype;
+    array.shape.assign(info.shape, info.shape + info.rank);
+    array.data.assign(static_cast<const char *>(data),
+                      static_cast<const char *>(data) + bytes);
+    // ONNX names may hold '/' or ':'; file names may not.
+    std::string fileName = info.name;
+    for (char &c : fileName)
+      if (c == '/' || c == ':' || c == '\\')
+        c = '_';
+    SmallString<256> path(outputDir);
+    sys::path::append(path, fileName + ".npy");
+    std::string error;
+    if (!loom::npy::write(std::string(path), array, error))
+      return fail(error);
+    outs() << "wrote " << path << " ("
+           << describe(info.dtype, info.shape, info.rank) << ")\n";
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "loom-run: runs models compiled by loomc\n");
+  if (inferCommand)
+    return runInfer();
+  return fail("expected a command: infer (see loom-run --help)");
+}
