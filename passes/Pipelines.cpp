@@ -5,10 +5,11 @@
 //   one-shot-bufferize{bufferize-function-boundaries
 //     function-boundary-type-conversion=identity-layout-map},
 //   buffer-results-to-out-params{modify-public-functions hoist-static-allocs},
-//   loom-expose-entry-points,
-//   buffer-deallocation-pipeline, convert-linalg-to-loops, lower-affine,
-//   convert-scf-to-cf, expand-strided-metadata, convert-math-to-libm,
-//   convert-to-llvm, reconcile-unrealized-casts.
+//   loom-expose-entry-points, buffer-deallocation-pipeline,
+//   loom-memref-copy-to-linalg, convert-linalg-to-loops, lower-affine,
+//   convert-scf-to-cf, expand-strided-metadata, convert-math-to-funcs,
+//   convert-math-to-libm, arith-expand{include-bf16}, convert-to-llvm,
+//   reconcile-unrealized-casts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,6 +17,7 @@
 #include "passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -51,12 +53,19 @@ void loom::buildLoomLinalgToLLVMPipeline(
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createLoomExposeEntryPointsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addNestedPass<func::FuncOp>(createLoomMemrefCopyToLinalgPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
-  // math.erf and friends have no LLVM intrinsic; libm provides them all.
+  // Integer powers get outlined implementations; math.erf and friends have
+  // no LLVM intrinsic, and libm provides them all.
+  pm.addPass(createConvertMathToFuncs());
   pm.addPass(createConvertMathToLibmPass());
+  // bf16 conversions as integer arithmetic (no __truncsfbf2 in libgcc 12).
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

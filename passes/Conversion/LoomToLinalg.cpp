@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -24,6 +25,7 @@
 namespace mlir::loom {
 #define GEN_PASS_DEF_CONVERTLOOMTOLINALGPASS
 #define GEN_PASS_DEF_LOOMEXPOSEENTRYPOINTSPASS
+#define GEN_PASS_DEF_LOOMMEMREFCOPYTOLINALGPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -821,6 +823,19 @@ struct LoomExposeEntryPointsPass
       for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
         func.setResultAttrs(i, strip(func.getResultAttrDict(i)));
     }
+  }
+};
+
+struct LoomMemrefCopyToLinalgPass
+    : mlir::loom::impl::LoomMemrefCopyToLinalgPassBase<
+          LoomMemrefCopyToLinalgPass> {
+  void runOnOperation() override {
+    getOperation().walk([](memref::CopyOp copy) {
+      OpBuilder b(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
+                             copy.getTarget());
+      copy.erase();
+    });
   }
 };
 

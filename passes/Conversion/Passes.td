@@ -60,4 +60,17 @@ def LoomExposeEntryPointsPass
   }];
 }
 
+def LoomMemrefCopyToLinalgPass
+    : Pass<"loom-memref-copy-to-linalg", "::mlir::func::FuncOp"> {
+  let summary = "rewrites memref.copy as linalg.copy";
+  let description = [{
+    Bufferization copies strided views (slices of concatenations, splits)
+    with `memref.copy`, whose LLVM lowering calls `memrefCopy` from MLIR's
+    runner-utils library. Bundles must not depend on that library, so the
+    copies become `linalg.copy`, which `convert-linalg-to-loops` turns into
+    plain loops.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 #endif // LOOM_CONVERSION_PASSES

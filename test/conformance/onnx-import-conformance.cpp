@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "OnnxTestModels.h"
 #include "loom/Import/OnnxImporter.h"
 #include "loom/InitAll.h"
 
@@ -29,99 +30,9 @@
 #include <vector>
 
 using namespace llvm;
+using namespace loom_conformance;
 
-/// Reads the op types and the default-domain opset of a model without ONNX's
-/// headers: the importer is the thing under test, so this scans the protobuf
-/// wire format for NodeProto.op_type and OperatorSetIdProto.version.
-namespace {
-struct ModelSummary {
-  std::vector<std::string> opTypes;
-  int64_t opset = -1;
-};
 
-bool readVarint(StringRef &data, uint64_t &value) {
-  value = 0;
-  for (int shift = 0; shift < 64 && !data.empty(); shift += 7) {
-    uint8_t byte = data.front();
-    data = data.drop_front();
-    value |= uint64_t(byte & 0x7f) << shift;
-    if (!(byte & 0x80))
-      return true;
-  }
-  return false;
-}
-
-/// Calls `fn(field, wireType, payload-or-varint)` for each field of `data`.
-template <typename Fn>
-bool forEachField(StringRef data, Fn fn) {
-  while (!data.empty()) {
-    uint64_t key;
-    if (!readVarint(data, key))
-      return false;
-    unsigned field = key >> 3, wire = key & 7;
-    if (wire == 0) {
-      uint64_t v;
-      if (!readVarint(data, v))
-        return false;
-      fn(field, wire, StringRef(), v);
-    } else if (wire == 2) {
-      uint64_t len;
-      if (!readVarint(data, len) || len > data.size())
-        return false;
-      fn(field, wire, data.take_front(len), 0);
-      data = data.drop_front(len);
-    } else if (wire == 5) {
-      data = data.drop_front(std::min<size_t>(4, data.size()));
-    } else if (wire == 1) {
-      data = data.drop_front(std::min<size_t>(8, data.size()));
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-ModelSummary summarize(StringRef model) {
-  ModelSummary summary;
-  // ModelProto: graph = 7, opset_import = 8. GraphProto: node = 1.
-  // NodeProto: op_type = 4, domain = 7. OperatorSetIdProto: domain = 1,
-  // version = 2.
-  forEachField(model, [&](unsigned field, unsigned wire, StringRef payload,
-                          uint64_t) {
-    if (field == 7 && wire == 2) {
-      forEachField(payload, [&](unsigned f, unsigned w, StringRef node,
-                                uint64_t) {
-        if (f != 1 || w != 2)
-          return;
-        forEachField(node, [&](unsigned nf, unsigned nw, StringRef text,
-                               uint64_t) {
-          if (nf == 4 && nw == 2)
-            summary.opTypes.push_back(text.str());
-        });
-      });
-    } else if (field == 8 && wire == 2) {
-      std::string domain;
-      int64_t version = -1;
-      forEachField(payload, [&](unsigned f, unsigned w, StringRef text,
-                                uint64_t v) {
-        if (f == 1 && w == 2)
-          domain = text.str();
-        if (f == 2 && w == 0)
-          version = v;
-      });
-      if (domain.empty() || domain == "ai.onnx")
-        summary.opset = version;
-    }
-  });
-  return summary;
-}
-
-bool isUnsupportedFeature(StringRef message) {
-  return message.contains("not supported") ||
-         message.contains("compile-time") ||
-         message.contains("dynamic dimension");
-}
-} // namespace
 
 int main(int argc, char **argv) {
   std::string dataDir = "/usr/share/libonnx-testdata/data/node";
@@ -161,13 +72,7 @@ int main(int argc, char **argv) {
     if (!buffer)
       continue;
     ModelSummary summary = summarize((*buffer)->getBuffer());
-    std::string reason;
-    if (summary.opset < mlir::loom::kMinOnnxOpset ||
-        summary.opset > mlir::loom::kMaxOnnxOpset)
-      reason = "opset " + std::to_string(summary.opset) + " outside 11-17";
-    for (const std::string &op : summary.opTypes)
-      if (reason.empty() && !mlir::loom::isOnnxOpSupported(op))
-        reason = "op " + op;
+    std::string reason = skipReason(summary);
     if (!reason.empty()) {
       skipped[reason].push_back(name);
       continue;
