@@ -777,6 +777,320 @@ struct PadLowering : OpRewritePattern<PadOp> {
   }
 };
 
+
+/// Pads the spatial dimensions (2..) of an NC... tensor by `low`/`high` with
+/// `value`; returns `input` itself when nothing is padded.
+Value padSpatial(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> low,
+                 ArrayRef<int64_t> high, TypedAttr value) {
+  if (llvm::all_of(low, [](int64_t p) { return p == 0; }) &&
+      llvm::all_of(high, [](int64_t p) { return p == 0; }))
+    return input;
+  auto type = cast<RankedTensorType>(input.getType());
+  SmallVector<int64_t> lo = {0, 0}, hi = {0, 0}, shape;
+  llvm::append_range(lo, low);
+  llvm::append_range(hi, high);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    shape.push_back(type.getDimSize(d) + lo[d] + hi[d]);
+  auto padded = RankedTensorType::get(shape, type.getElementType());
+  Value fill = arith::ConstantOp::create(b, loc, value);
+  SmallVector<OpFoldResult> loAttrs, hiAttrs;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    loAttrs.push_back(b.getIndexAttr(lo[d]));
+    hiAttrs.push_back(b.getIndexAttr(hi[d]));
+  }
+  return tensor::PadOp::create(b, loc, padded, input, loAttrs, hiAttrs, fill);
+}
+
+/// Extra end padding that ceil-mode windows read past the padded input.
+SmallVector<int64_t> ceilOverhang(RankedTensorType input, RankedTensorType out,
+                                  ArrayRef<int64_t> kernel,
+                                  ArrayRef<int64_t> strides,
+                                  ArrayRef<int64_t> pads,
+                                  ArrayRef<int64_t> dilations) {
+  int64_t spatial = kernel.size();
+  SmallVector<int64_t> extra;
+  for (int64_t d = 0; d < spatial; ++d) {
+    int64_t needed = (out.getDimSize(d + 2) - 1) * strides[d] +
+                     (kernel[d] - 1) * dilations[d] + 1;
+    int64_t have = input.getDimSize(d + 2) + pads[d] + pads[d + spatial];
+    extra.push_back(std::max<int64_t>(0, needed - have));
+  }
+  return extra;
+}
+
+/// A sliding-window reduction over the spatial dimensions of an NC...
+/// tensor (already padded): out[n, c, o...] = combine over k... of
+/// in[n, c, o*stride + k*dilation]. A `window` operand of the kernel's shape
+/// gives linalg the reduction loops' extents.
+Value slidingWindow(OpBuilder &b, Location loc, Value input,
+                    RankedTensorType outType, ArrayRef<int64_t> kernel,
+                    ArrayRef<int64_t> strides, ArrayRef<int64_t> dilations,
+                    Combine kind) {
+  MLIRContext *ctx = b.getContext();
+  int64_t spatial = kernel.size(), loops = 2 + 2 * spatial;
+  auto dim = [&](int64_t d) { return getAffineDimExpr(d, ctx); };
+  SmallVector<AffineExpr> inExprs = {dim(0), dim(1)}, winExprs, outExprs;
+  for (int64_t d = 0; d < spatial; ++d) {
+    inExprs.push_back(dim(2 + d) * strides[d] +
+                      dim(2 + spatial + d) * dilations[d]);
+    winExprs.push_back(dim(2 + spatial + d));
+  }
+  for (int64_t d = 0; d < 2 + spatial; ++d)
+    outExprs.push_back(dim(d));
+  SmallVector<utils::IteratorType> iterators(2 + spatial,
+                                             utils::IteratorType::parallel);
+  iterators.append(spatial, utils::IteratorType::reduction);
+  Type element = outType.getElementType();
+  Value window = tensor::EmptyOp::create(b, loc, kernel, element);
+  Value init = filledTensor(b, loc, outType, identityOf(b, kind, element));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{outType}, ValueRange{input, window},
+             ValueRange{init},
+             {AffineMap::get(loops, 0, inExprs, ctx),
+              AffineMap::get(loops, 0, winExprs, ctx),
+              AffineMap::get(loops, 0, outExprs, ctx)},
+             iterators,
+             [&](OpBuilder &nb, Location nl, ValueRange a) {
+               linalg::YieldOp::create(nb, nl,
+                                       combine(nb, nl, kind, a[2], a[0]));
+             })
+      .getResult(0);
+}
+
+struct MaxPoolLowering : OpRewritePattern<MaxPoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MaxPoolOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t spatial = op.getKernelShape().size();
+    ArrayRef<int64_t> pads = op.getPads();
+    SmallVector<int64_t> high(pads.drop_front(spatial));
+    SmallVector<int64_t> extra =
+        ceilOverhang(inType, op.getType(), op.getKernelShape(), op.getStrides(),
+                     pads, op.getDilations());
+    for (int64_t d = 0; d < spatial; ++d)
+      high[d] += extra[d];
+    // Padding never wins a max: pad with the type's lowest value.
+    Type element = inType.getElementType();
+    Value padded = padSpatial(rewriter, loc, op.getInput(),
+                              pads.take_front(spatial), high,
+                              identityOf(rewriter, Combine::Max, element));
+    rewriter.replaceOp(op, slidingWindow(rewriter, loc, padded, op.getType(),
+                                         op.getKernelShape(), op.getStrides(),
+                                         op.getDilations(), Combine::Max));
+    return success();
+  }
+};
+
+struct AvgPoolLowering : OpRewritePattern<AvgPoolOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AvgPoolOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    RankedTensorType outType = op.getType();
+    Type element = inType.getElementType();
+    int64_t spatial = op.getKernelShape().size();
+    ArrayRef<int64_t> pads = op.getPads();
+    SmallVector<int64_t> extra =
+        ceilOverhang(inType, outType, op.getKernelShape(), op.getStrides(),
+                     pads, op.getDilations());
+    SmallVector<int64_t> zeros(spatial, 0);
+    auto zero = rewriter.getFloatAttr(element, 0.0);
+    auto one = rewriter.getFloatAttr(element, 1.0);
+    // Sums over the explicitly padded input, then over the ceil overhang.
+    Value padded = padSpatial(rewriter, loc, op.getInput(),
+                              pads.take_front(spatial),
+                              pads.drop_front(spatial), zero);
+    padded = padSpatial(rewriter, loc, padded, zeros, extra, zero);
+    Value sums = slidingWindow(rewriter, loc, padded, outType,
+                               op.getKernelShape(), op.getStrides(),
+                               op.getDilations(), Combine::Sum);
+    // The divisor counts the window positions inside the input, plus the
+    // explicit pads with count_include_pad (never the ceil overhang).
+    Value ones = filledTensor(rewriter, loc, inType, one);
+    Value mask = padSpatial(rewriter, loc, ones, pads.take_front(spatial),
+                            pads.drop_front(spatial),
+                            op.getCountIncludePad() ? one : zero);
+    mask = padSpatial(rewriter, loc, mask, zeros, extra, zero);
+    Value counts = slidingWindow(rewriter, loc, mask, outType,
+                                 op.getKernelShape(), op.getStrides(),
+                                 op.getDilations(), Combine::Sum);
+    rewriter.replaceOp(
+        op, mapElements(rewriter, loc, ValueRange{sums, counts}, outType,
+                        [](OpBuilder &b, Location l, ValueRange a) -> Value {
+                          return arith::DivFOp::create(b, l, a[0], a[1]);
+                        }));
+    return success();
+  }
+};
+
+/// Direct (grouped, strided, dilated) convolution as one reduction generic:
+/// out[n, f, o...] += in[n, (f / Fg) * Cg + c, o*s + k*d] * w[f, c, k...].
+struct ConvLowering : OpRewritePattern<ConvOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ConvOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    RankedTensorType outType = op.getType();
+    auto filterType = cast<RankedTensorType>(op.getFilter().getType());
+    int64_t spatial = filterType.getRank() - 2;
+    int64_t groups = op.getGroups();
+    int64_t featuresPerGroup = filterType.getDimSize(0) / groups;
+    int64_t channelsPerGroup = filterType.getDimSize(1);
+    ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(),
+                      dilations = op.getDilations();
+    Type element = outType.getElementType();
+    Value padded = padSpatial(rewriter, loc, op.getInput(),
+                              pads.take_front(spatial),
+                              pads.drop_front(spatial),
+                              rewriter.getFloatAttr(element, 0.0));
+    // Loops: n, f, o..., c, k...
+    int64_t loops = 3 + 2 * spatial;
+    auto dim = [&](int64_t d) { return getAffineDimExpr(d, ctx); };
+    AffineExpr c = dim(2 + spatial);
+    SmallVector<AffineExpr> inExprs = {
+        dim(0), dim(1).floorDiv(featuresPerGroup) * channelsPerGroup + c};
+    SmallVector<AffineExpr> filterExprs = {dim(1), c}, outExprs;
+    for (int64_t d = 0; d < spatial; ++d) {
+      AffineExpr k = dim(3 + spatial + d);
+      inExprs.push_back(dim(2 + d) * strides[d] + k * dilations[d]);
+      filterExprs.push_back(k);
+    }
+    for (int64_t d = 0; d < 2 + spatial; ++d)
+      outExprs.push_back(dim(d));
+    SmallVector<utils::IteratorType> iterators(2 + spatial,
+                                               utils::IteratorType::parallel);
+    iterators.append(1 + spatial, utils::IteratorType::reduction);
+    Value init = filledTensor(rewriter, loc, outType,
+                              identityOf(rewriter, Combine::Sum, element));
+    Value result =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{outType},
+            ValueRange{padded, op.getFilter()}, ValueRange{init},
+            {AffineMap::get(loops, 0, inExprs, ctx),
+             AffineMap::get(loops, 0, filterExprs, ctx),
+             AffineMap::get(loops, 0, outExprs, ctx)},
+            iterators,
+            [&](OpBuilder &b, Location l, ValueRange a) {
+              Value prod = arith::MulFOp::create(b, l, a[0], a[1]);
+              Value sum = arith::AddFOp::create(b, l, a[2], prod);
+              linalg::YieldOp::create(b, l, sum);
+            })
+            .getResult(0);
+    if (Value bias = op.getBias()) {
+      int64_t rank = outType.getRank();
+      AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+      SmallVector<utils::IteratorType> parallel(rank,
+                                                utils::IteratorType::parallel);
+      result = linalg::GenericOp::create(
+                   rewriter, loc, TypeRange{outType}, ValueRange{result, bias},
+                   ValueRange{emptyTensor(rewriter, loc, outType)},
+                   {identity, AffineMap::get(rank, 0, dim(1)), identity},
+                   parallel,
+                   [](OpBuilder &b, Location l, ValueRange a) {
+                     Value sum = arith::AddFOp::create(b, l, a[0], a[1]);
+                     linalg::YieldOp::create(b, l, sum);
+                   })
+                   .getResult(0);
+    }
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+
+/// The negative log-likelihood of `logProbs` [N, C, d...] at `labels`
+/// [N, d...] with optional class weights, reduced as ONNX specifies: `mean`
+/// divides by the summed weights of the labels that are not ignored.
+Value nllLoss(OpBuilder &b, Location loc, Value logProbs, Value labels,
+              Value weight, LossReduction reduction,
+              std::optional<int64_t> ignoreIndex, RankedTensorType lossType) {
+  auto labelType = cast<RankedTensorType>(labels.getType());
+  auto scoreType = cast<RankedTensorType>(logProbs.getType());
+  Type element = scoreType.getElementType();
+  int64_t classes = scoreType.getDimSize(1);
+  auto perSample = RankedTensorType::get(labelType.getShape(), element);
+  int64_t rank = labelType.getRank();
+  SmallVector<utils::IteratorType> iterators(rank,
+                                             utils::IteratorType::parallel);
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, b.getContext());
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{perSample, perSample}, ValueRange{labels},
+      ValueRange{emptyTensor(b, loc, perSample), emptyTensor(b, loc, perSample)},
+      {identity, identity, identity}, iterators,
+      [&](OpBuilder &nb, Location nl, ValueRange a) {
+        Value label = a[0];
+        Value zero = scalarConstant(nb, nl, element, 0.0);
+        Value ignored = arith::ConstantOp::create(nb, nl, nb.getBoolAttr(false));
+        if (ignoreIndex)
+          ignored = arith::CmpIOp::create(
+              nb, nl, arith::CmpIPredicate::eq, label,
+              scalarConstant(nb, nl, label.getType(), *ignoreIndex));
+        // An ignored label may be out of range: read class 0 instead.
+        Value cls = normalizedIndex(nb, nl, label, classes);
+        cls = arith::SelectOp::create(nb, nl, ignored, indexConstant(nb, nl, 0),
+                                      cls);
+        SmallVector<Value> at = {linalg::IndexOp::create(nb, nl, 0), cls};
+        for (int64_t d = 1; d < rank; ++d)
+          at.push_back(linalg::IndexOp::create(nb, nl, d));
+        Value logp = tensor::ExtractOp::create(nb, nl, logProbs, at);
+        Value w = weight ? (Value)tensor::ExtractOp::create(nb, nl, weight,
+                                                           ValueRange{cls})
+                         : scalarConstant(nb, nl, element, 1.0);
+        w = arith::SelectOp::create(nb, nl, ignored, zero, w);
+        Value loss = arith::NegFOp::create(
+            nb, nl, arith::MulFOp::create(nb, nl, logp, w));
+        linalg::YieldOp::create(nb, nl, ValueRange{loss, w});
+      });
+  Value losses = generic.getResult(0), weights = generic.getResult(1);
+  if (reduction == LossReduction::None)
+    return losses;
+  Value total = reduce(b, loc, losses, {}, /*keepdims=*/false, Combine::Sum);
+  if (reduction == LossReduction::Sum)
+    return total;
+  Value norm = reduce(b, loc, weights, {}, /*keepdims=*/false, Combine::Sum);
+  return mapElements(b, loc, ValueRange{total, norm}, lossType,
+                     [](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                       return arith::DivFOp::create(nb, nl, a[0], a[1]);
+                     });
+}
+
+std::optional<int64_t> ignoreIndexOf(std::optional<uint64_t> attr) {
+  if (!attr)
+    return std::nullopt;
+  return (int64_t)*attr;
+}
+
+struct NllLossLowering : OpRewritePattern<NllLossOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(NllLossOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(
+        op, nllLoss(rewriter, op.getLoc(), op.getInput(), op.getTarget(),
+                    op.getWeight(), op.getReduction(),
+                    ignoreIndexOf(op.getIgnoreIndex()), op.getType()));
+    return success();
+  }
+};
+
+struct SoftmaxCrossEntropyLowering : OpRewritePattern<SoftmaxCrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SoftmaxCrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value logProbs = LogSoftmaxOp::create(rewriter, loc, op.getScores(), 1);
+    Value loss = nllLoss(rewriter, loc, logProbs, op.getLabels(),
+                         op.getWeight(), op.getReduction(),
+                         ignoreIndexOf(op.getIgnoreIndex()),
+                         cast<RankedTensorType>(op.getLoss().getType()));
+    rewriter.replaceOp(op, {loss, logProbs});
+    return success();
+  }
+};
+
 struct ConvertLoomToLinalgPass
     : mlir::loom::impl::ConvertLoomToLinalgPassBase<ConvertLoomToLinalgPass> {
   void runOnOperation() override {
@@ -855,5 +1169,7 @@ void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
                BatchNormLowering, TransposeLowering, ReshapeLowering,
                ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
                SliceLowering, GatherLowering, GatherElementsLowering,
-               OneHotLowering, TriluLowering, PadLowering>(ctx);
+               OneHotLowering, TriluLowering, PadLowering, ConvLowering,
+               MaxPoolLowering, AvgPoolLowering, NllLossLowering,
+               SoftmaxCrossEntropyLowering>(ctx);
 }

@@ -50,8 +50,21 @@ func.func @layout_ops(%x: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<6x4xf
 
 // -----
 
-func.func @conv_has_no_lowering_yet(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32> {
-  // expected-error @+1 {{'loom.conv' op has no CPU lowering yet}}
-  %0 = loom.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x6xf32>
-  return %0 : tensor<1x4x6x6xf32>
+func.func @lstm_has_no_lowering_yet(%x: tensor<5x2x3xf32>, %w: tensor<1x16x3xf32>, %r: tensor<1x16x4xf32>) -> tensor<5x1x2x4xf32> {
+  // expected-error @+1 {{'loom.lstm' op has no CPU lowering yet}}
+  %0:3 = loom.lstm forward %x, %w, %r {hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x16x3xf32>, tensor<1x16x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+  return %0#0 : tensor<5x1x2x4xf32>
+}
+
+// -----
+
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 2) * 2 + d4, d2 * 2 + d5, d3 * 2 + d6)>
+// CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+// CHECK-LABEL: func @grouped_strided_conv
+func.func @grouped_strided_conv(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  // Groups of 2 input channels per 2 filters; padding 1 becomes a tensor.pad.
+  // CHECK: tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+  // CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[W]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+  %0 = loom.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32>
+  return %0 : tensor<1x4x4x4xf32>
 }

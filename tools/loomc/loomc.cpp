@@ -89,6 +89,8 @@ int main(int argc, char **argv) {
   mlir::loom::registerAllDialects(registry);
   mlir::MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Errors name the ONNX node; a dump of the op adds noise, not information.
+  context.printOpOnDiagnostic(false);
   mlir::loom::ToolDiagnosticHandler diagnostics(&context, errs());
 
   if (failed(mlir::loom::compile(context, options)))
