@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -1091,6 +1092,176 @@ struct SoftmaxCrossEntropyLowering : OpRewritePattern<SoftmaxCrossEntropyOp> {
   }
 };
 
+
+/// scatter_elements: a loop nest over `updates` writing (or combining) each
+/// update into a copy of the input, in order, so that with duplicate
+/// indices the last update wins as ONNX specifies.
+struct ScatterElementsLowering : OpRewritePattern<ScatterElementsOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ScatterElementsOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto updType = cast<RankedTensorType>(op.getUpdates().getType());
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t axis = op.getAxis(), extent = inType.getDimSize(axis);
+    ScatterReduction reduction = op.getReduction();
+    Value indices = op.getIndices(), updates = op.getUpdates();
+    SmallVector<Value> lbs, ubs, steps;
+    for (int64_t d : updType.getShape()) {
+      lbs.push_back(indexConstant(rewriter, loc, 0));
+      ubs.push_back(indexConstant(rewriter, loc, d));
+      steps.push_back(indexConstant(rewriter, loc, 1));
+    }
+    // Start from a copy of the input (the op has value semantics).
+    Value init = mapElements(rewriter, loc, ValueRange{op.getInput()}, inType,
+                             [](OpBuilder &, Location, ValueRange a) {
+                               return a[0];
+                             });
+    scf::LoopNest nest = scf::buildLoopNest(
+        rewriter, loc, lbs, ubs, steps, ValueRange{init},
+        [&](OpBuilder &b, Location l, ValueRange ivs,
+            ValueRange acc) -> scf::ValueVector {
+          Value k = tensor::ExtractOp::create(b, l, indices, ivs);
+          SmallVector<Value> at(ivs);
+          at[axis] = normalizedIndex(b, l, k, extent);
+          Value update = tensor::ExtractOp::create(b, l, updates, ivs);
+          Value value = update;
+          if (reduction != ScatterReduction::None) {
+            Value old = tensor::ExtractOp::create(b, l, acc[0], at);
+            Combine kind = reduction == ScatterReduction::Add   ? Combine::Sum
+                           : reduction == ScatterReduction::Mul ? Combine::Prod
+                           : reduction == ScatterReduction::Max ? Combine::Max
+                                                                : Combine::Min;
+            value = combine(b, l, kind, old, update);
+          }
+          return {tensor::InsertOp::create(b, l, value, acc[0], at)};
+        });
+    rewriter.replaceOp(op, nest.results);
+    return success();
+  }
+};
+
+/// top_k by repeated selection: step j picks, for every row, the best
+/// element that sorts after the one picked at step j-1 (value descending --
+/// ascending when !largest -- then index ascending, as ONNX orders ties).
+struct TopKLowering : OpRewritePattern<TopKOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TopKOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    MLIRContext *ctx = getContext();
+    Value input = op.getInput();
+    auto inType = cast<RankedTensorType>(input.getType());
+    auto valType = cast<RankedTensorType>(op.getValues().getType());
+    auto idxType = cast<RankedTensorType>(op.getIndices().getType());
+    int64_t axis = op.getAxis(), rank = inType.getRank(), k = op.getK();
+    bool largest = op.getLargest();
+    Type element = inType.getElementType();
+    bool isFloat = isa<FloatType>(element);
+
+    SmallVector<int64_t> stepShape(inType.getShape());
+    stepShape[axis] = 1;
+    auto stepVal = RankedTensorType::get(stepShape, element);
+    auto stepIdx = RankedTensorType::get(stepShape, rewriter.getI64Type());
+    SmallVector<AffineExpr> outExprs;
+    SmallVector<utils::IteratorType> iterators;
+    for (int64_t d = 0; d < rank; ++d) {
+      outExprs.push_back(d == axis ? getAffineConstantExpr(0, ctx)
+                                   : getAffineDimExpr(d, ctx));
+      iterators.push_back(d == axis ? utils::IteratorType::reduction
+                                    : utils::IteratorType::parallel);
+    }
+    AffineMap outMap = AffineMap::get(rank, 0, outExprs, ctx);
+    AffineMap inMap = AffineMap::getMultiDimIdentityMap(rank, ctx);
+
+    auto cmp = [&](OpBuilder &b, Location l, bool greater, Value x,
+                   Value y) -> Value {
+      if (isFloat)
+        return arith::CmpFOp::create(b, l,
+                                     greater ? arith::CmpFPredicate::OGT
+                                             : arith::CmpFPredicate::OLT,
+                                     x, y);
+      return arith::CmpIOp::create(b, l,
+                                   greater ? arith::CmpIPredicate::sgt
+                                           : arith::CmpIPredicate::slt,
+                                   x, y);
+    };
+    auto eq = [&](OpBuilder &b, Location l, Value x, Value y) -> Value {
+      if (isFloat)
+        return arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, x, y);
+      return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, y);
+    };
+
+    Value values = emptyTensor(rewriter, loc, valType);
+    Value idxs = emptyTensor(rewriter, loc, idxType);
+    auto loop = scf::ForOp::create(
+        rewriter, loc, indexConstant(rewriter, loc, 0),
+        indexConstant(rewriter, loc, k), indexConstant(rewriter, loc, 1),
+        ValueRange{values, idxs},
+        [&](OpBuilder &b, Location l, Value j, ValueRange acc) {
+          Value bestInit = filledTensor(b, l, stepVal,
+                                        identityOf(b, largest ? Combine::Max
+                                                              : Combine::Min,
+                                                   element));
+          Value idxInit = filledTensor(b, l, stepIdx, b.getI64IntegerAttr(-1));
+          auto step = linalg::GenericOp::create(
+              b, l, TypeRange{stepVal, stepIdx}, ValueRange{input},
+              ValueRange{bestInit, idxInit}, {inMap, outMap, outMap},
+              iterators, [&](OpBuilder &nb, Location nl, ValueRange a) {
+                Value v = a[0], best = a[1], bestIdx = a[2];
+                Value i = arith::IndexCastOp::create(
+                    nb, nl, nb.getI64Type(), linalg::IndexOp::create(nb, nl, axis));
+                // Does v sort after the element picked at step j - 1?
+                Value first = arith::CmpIOp::create(
+                    nb, nl, arith::CmpIPredicate::eq, j, indexConstant(nb, nl, 0));
+                SmallVector<Value> prevAt;
+                for (int64_t d = 0; d < rank; ++d)
+                  prevAt.push_back(d == axis
+                                       ? (Value)arith::MaxSIOp::create(
+                                             nb, nl,
+                                             arith::SubIOp::create(
+                                                 nb, nl, j,
+                                                 indexConstant(nb, nl, 1)),
+                                             indexConstant(nb, nl, 0))
+                                       : (Value)linalg::IndexOp::create(nb, nl, d));
+                Value prevV = tensor::ExtractOp::create(nb, nl, acc[0], prevAt);
+                Value prevI = tensor::ExtractOp::create(nb, nl, acc[1], prevAt);
+                Value after = arith::OrIOp::create(
+                    nb, nl, cmp(nb, nl, !largest, v, prevV),
+                    arith::AndIOp::create(
+                        nb, nl, eq(nb, nl, v, prevV),
+                        arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::sgt,
+                                              i, prevI)));
+                Value eligible = arith::OrIOp::create(nb, nl, first, after);
+                // Better than the best so far (ties keep the lower index).
+                Value none = arith::CmpIOp::create(
+                    nb, nl, arith::CmpIPredicate::slt, bestIdx,
+                    scalarConstant(nb, nl, nb.getI64Type(), 0));
+                Value better = arith::OrIOp::create(
+                    nb, nl, none, cmp(nb, nl, largest, v, best));
+                Value take = arith::AndIOp::create(nb, nl, eligible, better);
+                linalg::YieldOp::create(
+                    nb, nl,
+                    ValueRange{arith::SelectOp::create(nb, nl, take, v, best),
+                               arith::SelectOp::create(nb, nl, take, i,
+                                                       bestIdx)});
+              });
+          SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+              sizes, strides(rank, b.getIndexAttr(1));
+          offsets[axis] = j;
+          for (int64_t d : stepShape)
+            sizes.push_back(b.getIndexAttr(d));
+          Value newVals = tensor::InsertSliceOp::create(
+              b, l, step.getResult(0), acc[0], offsets, sizes, strides);
+          Value newIdxs = tensor::InsertSliceOp::create(
+              b, l, step.getResult(1), acc[1], offsets, sizes, strides);
+          scf::YieldOp::create(b, l, ValueRange{newVals, newIdxs});
+        });
+    rewriter.replaceOp(op, loop.getResults());
+    return success();
+  }
+};
+
 struct ConvertLoomToLinalgPass
     : mlir::loom::impl::ConvertLoomToLinalgPassBase<ConvertLoomToLinalgPass> {
   void runOnOperation() override {
@@ -1171,5 +1342,6 @@ void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
                SliceLowering, GatherLowering, GatherElementsLowering,
                OneHotLowering, TriluLowering, PadLowering, ConvLowering,
                MaxPoolLowering, AvgPoolLowering, NllLossLowering,
-               SoftmaxCrossEntropyLowering>(ctx);
+               SoftmaxCrossEntropyLowering, ScatterElementsLowering,
+               TopKLowering>(ctx);
 }

@@ -42,7 +42,8 @@ def ConvertLoomToLinalgPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
                            "::mlir::arith::ArithDialect",
-                           "::mlir::math::MathDialect"];
+                           "::mlir::math::MathDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def LoomExposeEntryPointsPass
