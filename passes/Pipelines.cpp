@@ -3,11 +3,13 @@
 // The CPU pipeline: Loom's lowering to linalg, then MLIR's upstream
 // bufferization and LLVM lowering. In mlir-opt terms the second half is
 //   one-shot-bufferize{bufferize-function-boundaries
-//     function-boundary-type-conversion=identity-layout-map},
+//     function-boundary-type-conversion=identity-layout-map
+//     allow-return-allocs-from-loops},
 //   buffer-results-to-out-params{modify-public-functions hoist-static-allocs},
 //   loom-expose-entry-points, buffer-deallocation-pipeline,
-//   loom-memref-copy-to-linalg, convert-linalg-to-loops, lower-affine,
-//   convert-scf-to-cf, expand-strided-metadata, convert-math-to-funcs,
+//   loom-memref-copy-to-linalg, convert-linalg-to-loops,
+//   expand-strided-metadata, lower-affine, convert-scf-to-cf,
+//   convert-math-to-funcs,
 //   convert-math-to-libm, arith-expand{include-bf16}, convert-to-llvm,
 //   reconcile-unrealized-casts.
 //
@@ -45,6 +47,8 @@ void loom::buildLoomLinalgToLLVMPipeline(
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
+  // Recurrent layers carry freshly computed states through scf.for.
+  bufferize.allowReturnAllocsFromLoops = true;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   // Results become caller-allocated arguments: the runtime owns all memory.
   bufferization::BufferResultsToOutParamsPassOptions outParams;
@@ -55,9 +59,10 @@ void loom::buildLoomLinalgToLLVMPipeline(
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addNestedPass<func::FuncOp>(createLoomMemrefCopyToLinalgPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Strided-metadata expansion creates affine.apply; lower affine after it.
+  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  pm.addPass(memref::createExpandStridedMetadataPass());
   // Integer powers get outlined implementations; math.erf and friends have
   // no LLVM intrinsic, and libm provides them all.
   pm.addPass(createConvertMathToFuncs());

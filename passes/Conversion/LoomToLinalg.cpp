@@ -1262,6 +1262,223 @@ struct TopKLowering : OpRewritePattern<TopKOp> {
   }
 };
 
+
+/// Recurrent layers unrolled over time as an scf.for whose body is built of
+/// loom ops (lowered by the same greedy rewrite that runs this pattern).
+/// Input projections for all steps are one batched matmul up front.
+class RecurrentBuilder {
+public:
+  RecurrentBuilder(PatternRewriter &b, Location loc) : b(b), loc(loc) {}
+
+  Value matmulT(Value lhs, Value rhs) {
+    return MatmulOp::create(b, loc, lhs, rhs, /*transpose_lhs=*/false,
+                            /*transpose_rhs=*/true);
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value sigmoid(Value x) { return SigmoidOp::create(b, loc, x); }
+  Value tanh(Value x) { return TanhOp::create(b, loc, x); }
+
+  /// `v[..., begin:begin+count, ...]` along `dim`, static.
+  Value slice(Value v, int64_t dim, int64_t begin, int64_t count) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> starts(type.getRank(), 0), limits(type.getShape()),
+        steps(type.getRank(), 1);
+    starts[dim] = begin;
+    limits[dim] = begin + count;
+    return SliceOp::create(b, loc, v, starts, limits, steps);
+  }
+  /// Drops leading unit dimension 0 ([1, a, b] -> [a, b]).
+  Value squeeze0(Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    return ReshapeOp::create(
+        b, loc,
+        RankedTensorType::get(type.getShape().drop_front(),
+                              type.getElementType()),
+        v);
+  }
+  Value unsqueeze0(Value v) {
+    auto type = cast<RankedTensorType>(v.getType());
+    SmallVector<int64_t> shape = {1};
+    llvm::append_range(shape, type.getShape());
+    return ReshapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), v);
+  }
+  Value zeros(ArrayRef<int64_t> shape, Type element) {
+    auto type = RankedTensorType::get(shape, element);
+    return ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(element, 0.0)));
+  }
+
+  /// Step `t` of [S, B, G] as [B, G] (t dynamic).
+  Value stepOf(OpBuilder &ob, Value all, Value t) {
+    auto type = cast<RankedTensorType>(all.getType());
+    auto stepType = RankedTensorType::get(type.getShape().drop_front(),
+                                          type.getElementType());
+    SmallVector<OpFoldResult> offsets = {t, ob.getIndexAttr(0),
+                                         ob.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {ob.getIndexAttr(1)};
+    for (int64_t d : stepType.getShape())
+      sizes.push_back(ob.getIndexAttr(d));
+    SmallVector<OpFoldResult> strides(3, ob.getIndexAttr(1));
+    return tensor::ExtractSliceOp::create(ob, loc, stepType, all, offsets,
+                                          sizes, strides);
+  }
+  /// Writes h [B, H] into y [S, D, B, H] at (t, d).
+  Value store(OpBuilder &ob, Value h, Value y, Value t, int64_t d) {
+    auto hType = cast<RankedTensorType>(h.getType());
+    SmallVector<OpFoldResult> offsets = {t, ob.getIndexAttr(d),
+                                         ob.getIndexAttr(0),
+                                         ob.getIndexAttr(0)};
+    SmallVector<OpFoldResult> sizes = {ob.getIndexAttr(1), ob.getIndexAttr(1),
+                                       ob.getIndexAttr(hType.getDimSize(0)),
+                                       ob.getIndexAttr(hType.getDimSize(1))};
+    SmallVector<OpFoldResult> strides(4, ob.getIndexAttr(1));
+    return tensor::InsertSliceOp::create(ob, loc, h, y, offsets, sizes,
+                                         strides);
+  }
+  /// The time index of loop iteration `iv` (reversed for backward passes).
+  Value timeIndex(OpBuilder &ob, Value iv, int64_t seq, bool reverse) {
+    if (!reverse)
+      return iv;
+    return arith::SubIOp::create(ob, loc, indexConstant(ob, loc, seq - 1), iv);
+  }
+
+  PatternRewriter &b;
+  Location loc;
+};
+
+Value getInitialC(LstmOp op) { return op.getInitialC(); }
+Value getInitialC(GruOp) { return Value(); }
+
+/// Shared skeleton: per direction, precompute projections, run the time
+/// loop with `step(h, c, x_t) -> (h', c')`, collect Y and the final states.
+template <typename OpTy>
+LogicalResult lowerRecurrent(
+    OpTy op, PatternRewriter &rewriter, int64_t gates, bool hasCell,
+    function_ref<std::pair<Value, Value>(RecurrentBuilder &, Value h, Value c,
+                                         Value xt, int64_t d)>
+        step) {
+  Location loc = op.getLoc();
+  RecurrentBuilder rb(rewriter, loc);
+  auto xType = cast<RankedTensorType>(op.getInput().getType());
+  Type element = xType.getElementType();
+  int64_t seq = xType.getDimSize(0), batch = xType.getDimSize(1);
+  int64_t hidden = op.getHiddenSize();
+  bool bidirectional = op.getDirection() == RnnDirection::Bidirectional;
+  int64_t dirs = bidirectional ? 2 : 1;
+  Value y = emptyTensor(rewriter, loc,
+                        RankedTensorType::get({seq, dirs, batch, hidden},
+                                              element));
+  SmallVector<Value> finalH, finalC;
+  for (int64_t d = 0; d < dirs; ++d) {
+    bool reverse = op.getDirection() == RnnDirection::Reverse || d == 1;
+    Value w = rb.squeeze0(rb.slice(op.getW(), 0, d, 1));
+    Value proj = rb.matmulT(op.getInput(), w); // [S, B, G*H]
+    if (Value bias = op.getB()) {
+      Value bd = rb.squeeze0(rb.slice(bias, 0, d, 1)); // [2*G*H]
+      proj = rb.add(proj, rb.slice(bd, 0, 0, gates * hidden));
+    }
+    auto state = [&](Value init) {
+      return init ? rb.squeeze0(rb.slice(init, 0, d, 1))
+                  : rb.zeros({batch, hidden}, element);
+    };
+    Value h0 = state(op.getInitialH());
+    Value c0 = hasCell ? state(getInitialC(op)) : h0;
+    auto loop = scf::ForOp::create(
+        rewriter, loc, indexConstant(rewriter, loc, 0),
+        indexConstant(rewriter, loc, seq), indexConstant(rewriter, loc, 1),
+        ValueRange{h0, c0, y},
+        [&](OpBuilder &ob, Location, Value iv, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(rewriter);
+          rewriter.setInsertionPoint(ob.getInsertionBlock(),
+                                     ob.getInsertionPoint());
+          Value t = rb.timeIndex(rewriter, iv, seq, reverse);
+          Value xt = rb.stepOf(rewriter, proj, t);
+          auto [h, c] = step(rb, acc[0], acc[1], xt, d);
+          Value yNext = rb.store(rewriter, h, acc[2], t, d);
+          scf::YieldOp::create(rewriter, loc, ValueRange{h, c, yNext});
+        });
+    finalH.push_back(rb.unsqueeze0(loop.getResult(0)));
+    finalC.push_back(rb.unsqueeze0(loop.getResult(1)));
+    y = loop.getResult(2);
+  }
+  auto join = [&](ArrayRef<Value> parts) -> Value {
+    if (parts.size() == 1)
+      return parts.front();
+    return ConcatOp::create(rewriter, loc, parts, 0);
+  };
+  SmallVector<Value> results = {y, join(finalH)};
+  if (hasCell)
+    results.push_back(join(finalC));
+  rewriter.replaceOp(op, results);
+  return success();
+}
+
+struct LstmLowering : OpRewritePattern<LstmOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LstmOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t hidden = op.getHiddenSize();
+    return lowerRecurrent(
+        op, rewriter, 4, /*hasCell=*/true,
+        [&](RecurrentBuilder &rb, Value h, Value c, Value xt, int64_t d) {
+          Value r = rb.squeeze0(rb.slice(op.getR(), 0, d, 1)); // [4H, H]
+          Value g = rb.add(xt, rb.matmulT(h, r));
+          if (Value bias = op.getB())
+            g = rb.add(g, rb.slice(rb.squeeze0(rb.slice(bias, 0, d, 1)), 0,
+                                   4 * hidden, 4 * hidden));
+          // ONNX's gate order: input, output, forget, cell.
+          Value i = rb.sigmoid(rb.slice(g, 1, 0, hidden));
+          Value o = rb.sigmoid(rb.slice(g, 1, hidden, hidden));
+          Value f = rb.sigmoid(rb.slice(g, 1, 2 * hidden, hidden));
+          Value cand = rb.tanh(rb.slice(g, 1, 3 * hidden, hidden));
+          Value cNext = rb.add(rb.mul(f, c), rb.mul(i, cand));
+          Value hNext = rb.mul(o, rb.tanh(cNext));
+          return std::make_pair(hNext, cNext);
+        });
+  }
+};
+
+struct GruLowering : OpRewritePattern<GruOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GruOp op,
+                                PatternRewriter &rewriter) const override {
+    int64_t hidden = op.getHiddenSize();
+    bool linearBeforeReset = op.getLinearBeforeReset();
+    return lowerRecurrent(
+        op, rewriter, 3, /*hasCell=*/false,
+        [&](RecurrentBuilder &rb, Value h, Value c, Value xt, int64_t d) {
+          Value r = rb.squeeze0(rb.slice(op.getR(), 0, d, 1)); // [3H, H]
+          Value rz = rb.slice(r, 0, 0, hidden), rr = rb.slice(r, 0, hidden, hidden),
+                rh = rb.slice(r, 0, 2 * hidden, hidden);
+          Value rbias;
+          if (Value bias = op.getB())
+            rbias = rb.slice(rb.squeeze0(rb.slice(bias, 0, d, 1)), 0,
+                             3 * hidden, 3 * hidden);
+          auto withBias = [&](Value v, int64_t gate) {
+            return rbias ? rb.add(v, rb.slice(rbias, 0, gate * hidden, hidden))
+                         : v;
+          };
+          // ONNX's gate order: update (z), reset (r), hidden (h).
+          Value z = rb.sigmoid(rb.add(rb.slice(xt, 1, 0, hidden),
+                                      withBias(rb.matmulT(h, rz), 0)));
+          Value reset = rb.sigmoid(rb.add(rb.slice(xt, 1, hidden, hidden),
+                                          withBias(rb.matmulT(h, rr), 1)));
+          Value recurrent =
+              linearBeforeReset
+                  ? rb.mul(reset, withBias(rb.matmulT(h, rh), 2))
+                  : withBias(rb.matmulT(rb.mul(reset, h), rh), 2);
+          Value cand =
+              rb.tanh(rb.add(rb.slice(xt, 1, 2 * hidden, hidden), recurrent));
+          // h' = (1 - z) * cand + z * h = cand + z * (h - cand)
+          Value hNext = rb.add(cand, rb.mul(z, rb.sub(h, cand)));
+          return std::make_pair(hNext, c);
+        });
+  }
+};
+
 struct ConvertLoomToLinalgPass
     : mlir::loom::impl::ConvertLoomToLinalgPassBase<ConvertLoomToLinalgPass> {
   void runOnOperation() override {
@@ -1343,5 +1560,5 @@ void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
                OneHotLowering, TriluLowering, PadLowering, ConvLowering,
                MaxPoolLowering, AvgPoolLowering, NllLossLowering,
                SoftmaxCrossEntropyLowering, ScatterElementsLowering,
-               TopKLowering>(ctx);
+               TopKLowering, LstmLowering, GruLowering>(ctx);
 }

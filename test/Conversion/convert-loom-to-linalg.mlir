@@ -50,8 +50,24 @@ func.func @layout_ops(%x: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<6x4xf
 
 // -----
 
-func.func @lstm_has_no_lowering_yet(%x: tensor<5x2x3xf32>, %w: tensor<1x16x3xf32>, %r: tensor<1x16x4xf32>) -> tensor<5x1x2x4xf32> {
-  // expected-error @+1 {{'loom.lstm' op has no CPU lowering yet}}
+func.func @batch_norm_train_has_no_lowering_yet(%x: tensor<2x3x4xf32>, %c: tensor<3xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+1 {{'loom.batch_norm_train' op has no CPU lowering yet}}
+  %0:5 = loom.batch_norm_train %x, %c, %c, %c, %c {epsilon = 1.0e-5 : f64, momentum = 0.9 : f64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %0#0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// An LSTM becomes a loop over time: the input projection for every step is
+// one matmul before the loop; each step does the recurrent matmul.
+// CHECK-LABEL: func @lstm_unrolls_over_time
+func.func @lstm_unrolls_over_time(%x: tensor<5x2x3xf32>, %w: tensor<1x16x3xf32>, %r: tensor<1x16x4xf32>) -> tensor<5x1x2x4xf32> {
+  // CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction"]
+  // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args(
+  // CHECK: tensor.extract_slice
+  // CHECK: tensor.insert_slice
+  // CHECK: scf.yield
+  // CHECK-NOT: loom.
   %0:3 = loom.lstm forward %x, %w, %r {hidden_size = 4 : i64} : (tensor<5x2x3xf32>, tensor<1x16x3xf32>, tensor<1x16x4xf32>) -> (tensor<5x1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
   return %0#0 : tensor<5x1x2x4xf32>
 }
