@@ -12,12 +12,16 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+#include <chrono>
 #include <string>
+#include <vector>
 
 using namespace llvm;
 
@@ -34,6 +38,15 @@ static cl::opt<std::string> outputDir("output-dir",
                                                "(default: .)"),
                                       cl::value_desc("DIR"), cl::init("."),
                                       cl::sub(inferCommand));
+static cl::opt<unsigned> repeat("repeat",
+                               cl::desc("Run the entry point N times and "
+                                        "print the latency (default 1)"),
+                               cl::value_desc("N"), cl::init(1),
+                               cl::sub(inferCommand));
+static cl::opt<unsigned> warmup("warmup",
+                               cl::desc("Untimed runs before the timed ones"),
+                               cl::value_desc("N"), cl::init(0),
+                               cl::sub(inferCommand));
 static cl::opt<std::string> entryPoint("entry",
                                        cl::desc("Entry point (default: the "
                                                 "bundle's first)"),
@@ -100,8 +113,28 @@ static int runInfer() {
                                        array.data.size())))
       return 1;
   }
-  if (!check(loom_session_run(session)))
-    return 1;
+  for (unsigned i = 0; i < warmup; ++i)
+    if (!check(loom_session_run(session)))
+      return 1;
+  std::vector<double> millis;
+  for (unsigned i = 0; i < std::max(1u, (unsigned)repeat); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (!check(loom_session_run(session)))
+      return 1;
+    millis.push_back(std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - start)
+                         .count());
+  }
+  if (repeat > 1) {
+    double sum = 0;
+    for (double m : millis)
+      sum += m;
+    std::sort(millis.begin(), millis.end());
+    outs() << "timing: " << millis.size() << " runs, min "
+           << format("%.4f", millis.front()) << " ms, median "
+           << format("%.4f", millis[millis.size() / 2]) << " ms, mean "
+           << format("%.4f", sum / millis.size()) << " ms\n";
+  }
 
   if (std::error_code ec = sys::fs::create_directories(outputDir))
     return fail("cannot create " + outputDir + ": " + ec.message());

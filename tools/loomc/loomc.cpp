@@ -45,6 +45,11 @@ static cl::opt<mlir::loom::EmitPhase> emitPhase(
                           "a bundle directory for loom-run and libloomrt")),
     cl::cat(loomcCategory));
 
+static cl::opt<std::string> target("target",
+                                  cl::desc("Device to compile for (cpu; the "
+                                           "CUDA target comes later)"),
+                                  cl::init("cpu"), cl::cat(loomcCategory));
+
 static cl::opt<char> optLevel("O",
                               cl::desc("Optimization level: -O0 keeps the "
                                        "imported IR as is, -O1..-O3 simplify "
@@ -77,6 +82,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.optLevel = optLevel - '0';
+  if (target != "cpu") {
+    WithColor::error(errs(), "loomc")
+        << "target \"" << target << "\" is not supported (supported: cpu)\n";
+    return 1;
+  }
   for (const std::string &spec : inputShapes) {
     std::string error = mlir::loom::parseInputShapeOption(spec, options.import);
     if (!error.empty()) {
