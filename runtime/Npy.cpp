@@ -7,6 +7,7 @@
 
 #include "Npy.h"
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -195,3 +196,58 @@ bool loom::npy::write(const std::string &path, const Array &array,
   }
   return true;
 }
+
+double loom::npy::elementAsDouble(const char *data, loom_dtype_t dtype,
+                                  size_t i) {
+  switch (dtype) {
+  case LOOM_DTYPE_FLOAT32: {
+    float v;
+    std::memcpy(&v, data + 4 * i, 4);
+    return v;
+  }
+  case LOOM_DTYPE_FLOAT64: {
+    double v;
+    std::memcpy(&v, data + 8 * i, 8);
+    return v;
+  }
+  case LOOM_DTYPE_INT64: {
+    int64_t v;
+    std::memcpy(&v, data + 8 * i, 8);
+    return (double)v;
+  }
+  case LOOM_DTYPE_INT32: {
+    int32_t v;
+    std::memcpy(&v, data + 4 * i, 4);
+    return v;
+  }
+  case LOOM_DTYPE_INT16: {
+    int16_t v;
+    std::memcpy(&v, data + 2 * i, 2);
+    return v;
+  }
+  case LOOM_DTYPE_INT8:
+  case LOOM_DTYPE_BOOL:
+    return (double)(signed char)data[i];
+  case LOOM_DTYPE_BFLOAT16: {
+    uint16_t bits;
+    std::memcpy(&bits, data + 2 * i, 2);
+    uint32_t wide = (uint32_t)bits << 16;
+    float v;
+    std::memcpy(&v, &wide, 4);
+    return v;
+  }
+  case LOOM_DTYPE_FLOAT16: {
+    uint16_t h;
+    std::memcpy(&h, data + 2 * i, 2);
+    int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+    double sign = (h & 0x8000) ? -1.0 : 1.0;
+    if (exponent == 0)
+      return sign * std::ldexp(mantissa, -24);
+    if (exponent == 31)
+      return mantissa ? NAN : sign * INFINITY;
+    return sign * std::ldexp(mantissa + 1024, exponent - 25);
+  }
+  }
+  return NAN;
+}
+

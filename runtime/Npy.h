@@ -28,6 +28,9 @@ struct Array {
 bool read(const std::string &path, Array &out, std::string &error);
 /// Writes `array` to `path` through a temporary file renamed into place.
 bool write(const std::string &path, const Array &array, std::string &error);
+/// Element `i` of dense little-endian `data` of `dtype`, as a double
+/// (half and bfloat16 included; NaN for an unknown dtype).
+double elementAsDouble(const char *data, loom_dtype_t dtype, size_t i);
 /// The numpy descr of a dtype ("<f4", ...); empty when numpy has none
 /// (bfloat16).
 std::string descrOf(loom_dtype_t dtype);

@@ -13,6 +13,9 @@
 #include "loom/Import/OnnxImporter.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
 
 #include <algorithm>
 #include <string>
@@ -122,6 +125,29 @@ inline std::string skipReason(const ModelSummary &summary) {
     if (!mlir::loom::isOnnxOpSupported(op))
       return "op " + op;
   return "";
+}
+
+/// Tests skipped, grouped by reason.
+using SkipList = std::map<std::string, std::vector<std::string>>;
+
+/// Prints `skips` with their counts, naming the tests of a reason when there
+/// are few of them (or always, with `verbose`).
+inline void printSkips(llvm::raw_ostream &os, const SkipList &skips,
+                       bool verbose) {
+  size_t total = 0;
+  for (const auto &entry : skips)
+    total += entry.second.size();
+  os << "skipped (" << total << "):\n";
+  for (const auto &[reason, names] : skips) {
+    os << "  " << reason << ": " << names.size();
+    if (verbose || names.size() <= 3) {
+      os << " (";
+      for (size_t i = 0; i < names.size(); ++i)
+        os << (i ? ", " : "") << names[i];
+      os << ")";
+    }
+    os << "\n";
+  }
 }
 
 } // namespace loom_conformance

@@ -62,7 +62,7 @@ int main(int argc, char **argv) {
   context.disableMultithreading();
 
   int imported = 0, failed = 0;
-  std::map<std::string, std::vector<std::string>> skipped; // reason -> tests
+  SkipList skipped;
   std::vector<std::string> failures;
   for (const std::string &dir : tests) {
     std::string name = sys::path::filename(dir).str();
@@ -107,17 +107,7 @@ int main(int argc, char **argv) {
   for (auto &[reason, names] : skipped)
     numSkipped += names.size();
   outs() << "ONNX node tests in " << dataDir << "\n";
-  outs() << "skipped (" << numSkipped << "):\n";
-  for (auto &[reason, names] : skipped) {
-    outs() << "  " << reason << ": " << names.size();
-    if (verbose || names.size() <= 3) {
-      outs() << " (";
-      for (size_t i = 0; i < names.size(); ++i)
-        outs() << (i ? ", " : "") << names[i];
-      outs() << ")";
-    }
-    outs() << "\n";
-  }
+  printSkips(outs(), skipped, verbose);
   if (!failures.empty()) {
     outs() << "failed (" << failures.size() << "):\n";
     for (const std::string &f : failures)

@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Npy.h"
 #include "OnnxTestModels.h"
 #include "lib/Import/Onnx/OnnxNodes.h"
 #include "loom/Compiler/Compiler.h"
@@ -78,59 +79,6 @@ bool tensorBytes(mlir::MLIRContext &ctx, const onnx::TensorProto &tensor,
     out.insert(out.end(), raw.begin() + at, raw.begin() + at + width);
   }
   return true;
-}
-
-double elementAt(const char *data, loom_dtype_t dtype, size_t i) {
-  switch (dtype) {
-  case LOOM_DTYPE_FLOAT32: {
-    float v;
-    std::memcpy(&v, data + 4 * i, 4);
-    return v;
-  }
-  case LOOM_DTYPE_FLOAT64: {
-    double v;
-    std::memcpy(&v, data + 8 * i, 8);
-    return v;
-  }
-  case LOOM_DTYPE_INT64: {
-    int64_t v;
-    std::memcpy(&v, data + 8 * i, 8);
-    return (double)v;
-  }
-  case LOOM_DTYPE_INT32: {
-    int32_t v;
-    std::memcpy(&v, data + 4 * i, 4);
-    return v;
-  }
-  case LOOM_DTYPE_INT16: {
-    int16_t v;
-    std::memcpy(&v, data + 2 * i, 2);
-    return v;
-  }
-  case LOOM_DTYPE_INT8:
-  case LOOM_DTYPE_BOOL:
-    return (double)(signed char)data[i];
-  case LOOM_DTYPE_BFLOAT16: {
-    uint16_t bits;
-    std::memcpy(&bits, data + 2 * i, 2);
-    uint32_t wide = (uint32_t)bits << 16;
-    float v;
-    std::memcpy(&v, &wide, 4);
-    return v;
-  }
-  case LOOM_DTYPE_FLOAT16: {
-    uint16_t h;
-    std::memcpy(&h, data + 2 * i, 2);
-    int exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
-    double sign = (h & 0x8000) ? -1.0 : 1.0;
-    if (exponent == 0)
-      return sign * std::ldexp(mantissa, -24);
-    if (exponent == 31)
-      return mantissa ? NAN : sign * INFINITY;
-    return sign * std::ldexp(mantissa + 1024, exponent - 25);
-  }
-  }
-  return NAN;
 }
 
 bool readProto(const std::string &path, onnx::TensorProto &tensor) {
@@ -262,8 +210,8 @@ Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
                    info.dtype == LOOM_DTYPE_BFLOAT16;
     size_t count = bytes / loom_dtype_size(info.dtype);
     for (size_t i = 0; i < count; ++i) {
-      double a = elementAt(static_cast<const char *>(data), info.dtype, i);
-      double b = elementAt(expected.data(), info.dtype, i);
+      double a = loom::npy::elementAsDouble(static_cast<const char *>(data), info.dtype, i);
+      double b = loom::npy::elementAsDouble(expected.data(), info.dtype, i);
       bool ok = isFloat ? (std::isnan(a) && std::isnan(b)) ||
                               (std::isinf(b) && a == b) ||
                               std::fabs(a - b) <= 1e-7 + 1e-3 * std::fabs(b)
@@ -335,7 +283,7 @@ int main(int argc, char **argv) {
   }
 
   int passed = 0, failed = 0, skipped = 0;
-  std::map<std::string, std::vector<std::string>> skips;
+  SkipList skips;
   std::vector<std::string> unexpected, fixed, knownFailures;
   for (const std::string &dir : tests) {
     std::string name = sys::path::filename(dir).str();
@@ -361,17 +309,7 @@ int main(int argc, char **argv) {
   (void)sys::fs::remove_directories(workDir);
 
   outs() << "ONNX node tests run end to end on the CPU (" << dataDir << ")\n";
-  outs() << "skipped (" << skipped << "):\n";
-  for (auto &[reason, names] : skips) {
-    outs() << "  " << reason << ": " << names.size();
-    if (verbose || names.size() <= 3) {
-      outs() << " (";
-      for (size_t i = 0; i < names.size(); ++i)
-        outs() << (i ? ", " : "") << names[i];
-      outs() << ")";
-    }
-    outs() << "\n";
-  }
+  printSkips(outs(), skips, verbose);
   if (!knownFailures.empty()) {
     outs() << "failed, expected (" << knownFailures.size() << ", listed in "
            << xfailPath << "):\n";

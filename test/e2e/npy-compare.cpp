@@ -18,34 +18,7 @@
 #include <string>
 
 static double element(const loom::npy::Array &a, size_t i) {
-  const char *p = a.data.data();
-  switch (a.dtype) {
-  case LOOM_DTYPE_FLOAT32: {
-    float v;
-    std::memcpy(&v, p + 4 * i, 4);
-    return v;
-  }
-  case LOOM_DTYPE_FLOAT64: {
-    double v;
-    std::memcpy(&v, p + 8 * i, 8);
-    return v;
-  }
-  case LOOM_DTYPE_INT64: {
-    int64_t v;
-    std::memcpy(&v, p + 8 * i, 8);
-    return (double)v;
-  }
-  case LOOM_DTYPE_INT32: {
-    int32_t v;
-    std::memcpy(&v, p + 4 * i, 4);
-    return v;
-  }
-  case LOOM_DTYPE_INT8:
-  case LOOM_DTYPE_BOOL:
-    return (double)(signed char)p[i];
-  default:
-    return NAN;
-  }
+  return loom::npy::elementAsDouble(a.data.data(), a.dtype, i);
 }
 
 int main(int argc, char **argv) {
