@@ -274,10 +274,11 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
                                       unsigned optLevel, StringRef path) {
   Location loc = llvmModule.getLoc();
   // Build everything in a fresh sibling directory, then move it in place.
-  SmallString<256> tmp(path);
-  tmp += ".tmp-%%%%%%";
+  SmallString<256> model(path);
+  model += ".tmp-%%%%%%";
   SmallString<256> tmpDir;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory(tmp, tmpDir))
+  llvm::sys::fs::createUniquePath(model, tmpDir, /*MakeAbsolute=*/false);
+  if (std::error_code ec = llvm::sys::fs::create_directory(tmpDir))
     return emitError(loc) << "cannot create a directory next to " << path
                           << ": " << ec.message();
   auto cleanup = llvm::make_scope_exit(
