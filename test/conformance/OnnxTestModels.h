@@ -13,6 +13,7 @@
 #include "loom/Import/OnnxImporter.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -125,6 +126,19 @@ inline std::string skipReason(const ModelSummary &summary) {
     if (!mlir::loom::isOnnxOpSupported(op))
       return "op " + op;
   return "";
+}
+
+/// The test directories in `dataDir`, sorted; empty when there are none.
+inline std::vector<std::string> listTests(const std::string &dataDir) {
+  std::vector<std::string> tests;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dataDir, ec), end;
+       it != end && !ec; it.increment(ec))
+    tests.push_back(it->path());
+  if (ec)
+    return {};
+  std::sort(tests.begin(), tests.end());
+  return tests;
 }
 
 /// Tests skipped, grouped by reason.

@@ -256,16 +256,11 @@ int main(int argc, char **argv) {
     }
   }
 
-  std::vector<std::string> tests;
-  std::error_code ec;
-  for (sys::fs::directory_iterator it(dataDir, ec), end; it != end && !ec;
-       it.increment(ec))
-    tests.push_back(it->path());
-  if (ec || tests.empty()) {
+  std::vector<std::string> tests = listTests(dataDir);
+  if (tests.empty()) {
     errs() << "error: no ONNX node tests found in " << dataDir << "\n";
     return 1;
   }
-  std::sort(tests.begin(), tests.end());
 
   mlir::loom::registerAllPasses();
   // The compiler library applies the pass-manager command-line options.
