@@ -7,7 +7,7 @@
 //     allow-return-allocs-from-loops},
 //   buffer-results-to-out-params{modify-public-functions hoist-static-allocs},
 //   loom-expose-entry-points, buffer-deallocation-pipeline,
-//   loom-memref-copy-to-linalg, convert-linalg-to-loops,
+//   loom-matmul-to-kernel, loom-memref-copy-to-linalg, convert-linalg-to-loops,
 //   expand-strided-metadata, lower-affine, convert-scf-to-cf,
 //   convert-math-to-funcs,
 //   convert-math-to-libm, arith-expand{include-bf16}, convert-to-llvm,
@@ -35,7 +35,7 @@ void loom::buildLoomToLinalgPipeline(OpPassManager &pm,
   pm.addPass(createConvertLoomToLinalgPass());
   pm.addPass(createCanonicalizerPass());
   if (options.optLevel > 0) {
-    pm.addNestedPass<func::FuncOp>(createLinalgElementwiseOpFusionPass());
+    pm.addNestedPass<func::FuncOp>(createLoomFuseElementwisePass());
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -57,6 +57,7 @@ void loom::buildLoomLinalgToLLVMPipeline(
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createLoomExposeEntryPointsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
+  pm.addPass(createLoomMatmulToKernelPass());
   pm.addNestedPass<func::FuncOp>(createLoomMemrefCopyToLinalgPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // Strided-metadata expansion creates affine.apply; lower affine after it.

@@ -18,6 +18,9 @@ config.substitutions.append(("%mlir_runner_libs", ",".join(
     os.path.join(llvm_lib_dir, lib)
     for lib in ["libmlir_runner_utils.so", "libmlir_c_runner_utils.so"])))
 
+# libloomrt provides the kernels compiled code calls (GEMM).
+config.substitutions.append(("%loomrt", os.path.join(config.loom_obj_root, "lib", "libloomrt.so")))
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["loom-opt", "loomc", "loom-run",

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -27,6 +28,8 @@ namespace mlir::loom {
 #define GEN_PASS_DEF_CONVERTLOOMTOLINALGPASS
 #define GEN_PASS_DEF_LOOMEXPOSEENTRYPOINTSPASS
 #define GEN_PASS_DEF_LOOMMEMREFCOPYTOLINALGPASS
+#define GEN_PASS_DEF_LOOMMATMULTOKERNELPASS
+#define GEN_PASS_DEF_LOOMFUSEELEMENTWISEPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -184,10 +187,65 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
   }
 };
 
+/// f32 products with a matrix on the right ([..., M, K] x [K, N] or, with
+/// transpose_rhs, [N, K]) become one linalg.matmul over the flattened left
+/// operand, which the CPU pipeline hands to the runtime's GEMM kernel.
+/// Returns null when the product has another form.
+Value lowerToNamedMatmul(MatmulOp op, PatternRewriter &rewriter) {
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
+  RankedTensorType result = op.getType();
+  if (!result.getElementType().isF32() || rhsType.getRank() != 2 ||
+      op.getTransposeLhs() || !lhsType.hasStaticShape())
+    return Value();
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  int64_t rank = lhsType.getRank();
+  int64_t k = lhsType.getDimSize(rank - 1);
+  int64_t rows = lhsType.getNumElements() / std::max<int64_t>(k, 1);
+  int64_t n = result.getDimSize(result.getRank() - 1);
+  Value lhs = op.getLhs();
+  SmallVector<ReassociationIndices> groups;
+  if (rank > 2) {
+    ReassociationIndices outer;
+    for (int64_t d = 0; d < rank - 1; ++d)
+      outer.push_back(d);
+    groups = {outer, {rank - 1}};
+    lhs = tensor::CollapseShapeOp::create(
+        rewriter, loc, RankedTensorType::get({rows, k}, rewriter.getF32Type()),
+        lhs, groups);
+  }
+  auto flatType = RankedTensorType::get({rows, n}, rewriter.getF32Type());
+  Value init = filledTensor(rewriter, loc, flatType,
+                            rewriter.getF32FloatAttr(0.0f));
+  SmallVector<NamedAttribute> attrs;
+  if (op.getTransposeRhs()) {
+    auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    attrs.push_back(rewriter.getNamedAttr(
+        "indexing_maps",
+        rewriter.getAffineMapArrayAttr(
+            {AffineMap::get(3, 0, {d(0), d(2)}, ctx),
+             AffineMap::get(3, 0, {d(1), d(2)}, ctx),
+             AffineMap::get(3, 0, {d(0), d(1)}, ctx)})));
+  }
+  Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{flatType},
+                                           ValueRange{lhs, op.getRhs()},
+                                           ValueRange{init}, attrs)
+                      .getResult(0);
+  if (rank > 2)
+    product = tensor::ExpandShapeOp::create(rewriter, loc, result, product,
+                                            groups);
+  return product;
+}
+
 struct MatmulLowering : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
+    if (Value product = lowerToNamedMatmul(op, rewriter)) {
+      rewriter.replaceOp(op, product);
+      return success();
+    }
     RankedTensorType result = op.getType();
     int64_t batch = result.getRank() - 2;
     int64_t loops = batch + 3; // batch..., m, n, k
@@ -1525,6 +1583,77 @@ struct LoomExposeEntryPointsPass
       for (unsigned i = 0, e = func.getNumResults(); i < e; ++i)
         func.setResultAttrs(i, strip(func.getResultAttrDict(i)));
     }
+  }
+};
+
+struct LoomFuseElementwisePass
+    : mlir::loom::impl::LoomFuseElementwisePassBase<LoomFuseElementwisePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    linalg::populateElementwiseOpsFusionPatterns(
+        patterns, [](OpOperand *) { return true; });
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+struct LoomMatmulToKernelPass
+    : mlir::loom::impl::LoomMatmulToKernelPassBase<LoomMatmulToKernelPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+    Builder builder(ctx);
+    // memref<?x?xf32, strided<[?, ?], offset: ?>>: accepts every layout.
+    int64_t dyn = ShapedType::kDynamic;
+    auto anyMatrix = MemRefType::get(
+        {dyn, dyn}, builder.getF32Type(),
+        StridedLayoutAttr::get(ctx, dyn, {dyn, dyn}));
+    func::FuncOp kernel;
+    auto declare = [&]() {
+      if (kernel)
+        return;
+      OpBuilder b(module.getBodyRegion());
+      kernel = func::FuncOp::create(
+          b, module.getLoc(), "loom_kernel_matmul_f32",
+          b.getFunctionType({anyMatrix, anyMatrix, anyMatrix, b.getI64Type()},
+                            {}));
+      kernel.setPrivate();
+      kernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+    };
+    module.walk([&](linalg::MatmulOp matmul) {
+      if (!matmul.hasPureBufferSemantics())
+        return;
+      auto maps = matmul.getIndexingMapsArray();
+      MLIRContext *c = matmul.getContext();
+      auto d = [&](unsigned i) { return getAffineDimExpr(i, c); };
+      bool transposeB = maps[1] == AffineMap::get(3, 0, {d(1), d(2)}, c);
+      bool plainB = maps[1] == AffineMap::get(3, 0, {d(2), d(1)}, c);
+      if ((!transposeB && !plainB) ||
+          maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, c) ||
+          maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, c))
+        return;
+      for (Value operand : matmul->getOperands()) {
+        auto type = dyn_cast<MemRefType>(operand.getType());
+        if (!type || !type.getElementType().isF32())
+          return;
+        // The kernel needs unit-stride rows.
+        SmallVector<int64_t> strides;
+        int64_t offset;
+        if (failed(type.getStridesAndOffset(strides, offset)) ||
+            strides.back() != 1)
+          return;
+      }
+      declare();
+      OpBuilder b(matmul);
+      Location loc = matmul.getLoc();
+      SmallVector<Value> args;
+      for (Value operand : matmul->getOperands())
+        args.push_back(memref::CastOp::create(b, loc, anyMatrix, operand));
+      args.push_back(arith::ConstantOp::create(
+          b, loc, b.getI64IntegerAttr(transposeB ? 1 : 0)));
+      func::CallOp::create(b, loc, kernel, args);
+      matmul.erase();
+    });
   }
 };
 

@@ -74,4 +74,32 @@ def LoomMemrefCopyToLinalgPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def LoomMatmulToKernelPass
+    : Pass<"loom-matmul-to-kernel", "::mlir::ModuleOp"> {
+  let summary = "hands bufferized f32 linalg.matmul ops to the runtime's GEMM";
+  let description = [{
+    Replaces every `linalg.matmul` on f32 memrefs with unit-stride rows (plain
+    or with its right operand transposed, as `loom-convert-loom-to-linalg`
+    emits them) by a call to `loom_kernel_matmul_f32(a, b, c, transpose_b)`,
+    declared with `llvm.emit_c_interface`. libloomrt implements it with
+    OpenBLAS and resolves it when a bundle is loaded. `c` accumulates, as
+    linalg.matmul does.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def LoomFuseElementwisePass
+    : Pass<"loom-fuse-elementwise", "::mlir::func::FuncOp"> {
+  let summary = "fuses elementwise linalg.generic producers into their consumers";
+  let description = [{
+    Upstream's elementwise fusion patterns, without the reshape propagation
+    that `linalg-fuse-elementwise-ops` adds: propagating reshapes turns the
+    named `linalg.matmul` ops Loom emits (for the runtime's GEMM) back into
+    generic loops.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 #endif // LOOM_CONVERSION_PASSES

@@ -1,0 +1,31 @@
+// RUN: loom-opt %s --split-input-file --loom-matmul-to-kernel | FileCheck %s
+
+// CHECK: func.func private @loom_kernel_matmul_f32(memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, memref<?x?xf32, strided<[?, ?], offset: ?>>, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func @plain_and_transposed
+func.func @plain_and_transposed(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %bt: memref<16x4xf32>, %c: memref<8x16xf32>) {
+  // CHECK: %[[A:.*]] = memref.cast %{{.*}} : memref<8x4xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+  // CHECK: %[[NO:.*]] = arith.constant 0 : i64
+  // CHECK: call @loom_kernel_matmul_f32(%[[A]], %{{.*}}, %{{.*}}, %[[NO]])
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  // CHECK: %[[YES:.*]] = arith.constant 1 : i64
+  // CHECK: call @loom_kernel_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[YES]])
+  // CHECK-NOT: linalg.matmul
+  linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%a, %bt : memref<8x4xf32>, memref<16x4xf32>) outs(%c : memref<8x16xf32>)
+  return
+}
+
+// -----
+
+// Other element types, tensors and transposed left operands stay as they are.
+// CHECK-LABEL: func @left_alone
+func.func @left_alone(%a: memref<8x4xf64>, %b: memref<4x16xf64>, %c: memref<8x16xf64>,
+                      %t: tensor<4x8xf32>, %u: tensor<4x16xf32>, %v: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // CHECK: linalg.matmul ins(%{{.*}}, %{{.*}} : memref<8x4xf64>, memref<4x16xf64>)
+  linalg.matmul ins(%a, %b : memref<8x4xf64>, memref<4x16xf64>) outs(%c : memref<8x16xf64>)
+  // CHECK: linalg.matmul indexing_maps
+  // CHECK-NOT: call @loom_kernel_matmul_f32
+  %r = linalg.matmul indexing_maps = [affine_map<(d0, d1, d2) -> (d2, d0)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>]
+    ins(%t, %u : tensor<4x8xf32>, tensor<4x16xf32>) outs(%v : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}
