@@ -13,11 +13,12 @@ CLANG="${CLANG:-clang-14}"
 CLANGXX="${CLANGXX:-clang++-14}"
 
 if [ ! -f "$BUILD/build.ninja" ]; then
+  mkdir -p "$BUILD"
   CC="$CLANG" CXX="$CLANGXX" cmake -S . -B "$BUILD" -G Ninja \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DMLIR_LINK_MLIR_DYLIB=ON -DLOOM_ENABLE_FUZZING=ON > "$BUILD.configure.log" 2>&1 \
-    || { cat "$BUILD.configure.log"; exit 1; }
+    -DMLIR_LINK_MLIR_DYLIB=ON -DLOOM_ENABLE_FUZZING=ON > "$BUILD/configure.log" 2>&1 \
+    || { cat "$BUILD/configure.log"; exit 1; }
 fi
 cmake --build "$BUILD" --target onnx-import-fuzzer
 
