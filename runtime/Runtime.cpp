@@ -18,7 +18,6 @@
 #include <fstream>
 #include <memory>
 #include <new>
-#include <sstream>
 #include <string>
 #include <vector>
 

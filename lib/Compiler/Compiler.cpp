@@ -45,11 +45,11 @@ OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
 }
 
 LogicalResult mlir::loom::runPipeline(ModuleOp module, EmitPhase phase,
-                                      unsigned optLevel) {
+                                      unsigned optLevel, bool simplify) {
   PassManager pm(module->getName());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
-  if (optLevel > 0) {
+  if (simplify && optLevel > 0) {
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
@@ -89,8 +89,10 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
     entries = std::move(*collected);
   }
+  // The loom-level simplification already ran when signatures were read.
   if (failed(runPipeline(*module, std::min(phase, EmitPhase::LLVM),
-                         options.optLevel)))
+                         options.optLevel,
+                         /*simplify=*/phase < EmitPhase::Obj)))
     return failure();
 
   if (phase == EmitPhase::Bundle)

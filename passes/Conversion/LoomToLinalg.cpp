@@ -373,9 +373,7 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
         rewriter, loc, ValueRange{var}, statType,
         [&](OpBuilder &b, Location l, ValueRange a) -> Value {
           Value eps = scalarConstant(b, l, a[0].getType(), epsilon);
-          return arith::DivFOp::create(
-              b, l, scalarConstant(b, l, a[0].getType(), 1.0),
-              math::SqrtOp::create(b, l, arith::AddFOp::create(b, l, a[0], eps)));
+          return reciprocalSqrt(b, l, arith::AddFOp::create(b, l, a[0], eps));
         });
     SmallVector<Value> inputs = {centered, invStd, op.getScale()};
     if (op.getBias())
@@ -414,9 +412,8 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
         [&](OpBuilder &b, Location l, ValueRange a) {
           // (x - mean) / sqrt(var + eps) * scale + bias
           Value eps = scalarConstant(b, l, a[0].getType(), epsilon);
-          Value inv = arith::DivFOp::create(
-              b, l, scalarConstant(b, l, a[0].getType(), 1.0),
-              math::SqrtOp::create(b, l, arith::AddFOp::create(b, l, a[4], eps)));
+          Value inv =
+              reciprocalSqrt(b, l, arith::AddFOp::create(b, l, a[4], eps));
           Value norm = arith::MulFOp::create(
               b, l, arith::SubFOp::create(b, l, a[0], a[3]), inv);
           Value y = arith::AddFOp::create(

@@ -27,6 +27,10 @@ Value filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
 /// A scalar constant of `type` (float or integer) with `value`.
 Value scalarConstant(OpBuilder &b, Location loc, Type type, double value);
 
+/// 1 / sqrt(x) for a float scalar; libm, which math lowers to on CPUs, has
+/// no rsqrt, so math.rsqrt is not used.
+Value reciprocalSqrt(OpBuilder &b, Location loc, Value x);
+
 /// Emits `elementwise op` on scalars `args` (the op's operands' elements).
 /// Returns null when `op` is not an elementwise loom op.
 Value emitScalarOp(OpBuilder &b, Location loc, Operation *op, ValueRange args,

@@ -57,6 +57,11 @@ Value lowering::scalarConstant(OpBuilder &b, Location loc, Type type,
                                    b.getIntegerAttr(type, (int64_t)value));
 }
 
+Value lowering::reciprocalSqrt(OpBuilder &b, Location loc, Value x) {
+  return arith::DivFOp::create(b, loc, scalarConstant(b, loc, x.getType(), 1.0),
+                               math::SqrtOp::create(b, loc, x));
+}
+
 /// Converts scalar `v` to `to` with ONNX Cast semantics.
 static Value castScalar(OpBuilder &b, Location loc, Value v, Type to) {
   Type from = v.getType();
@@ -142,11 +147,7 @@ Value lowering::emitScalarOp(OpBuilder &b, Location loc, Operation *op,
       .Case([&](ExpOp) -> Value { return math::ExpOp::create(b, loc, x()); })
       .Case([&](LogOp) -> Value { return math::LogOp::create(b, loc, x()); })
       .Case([&](SqrtOp) -> Value { return math::SqrtOp::create(b, loc, x()); })
-      .Case([&](RsqrtOp) -> Value {
-        // 1 / sqrt(x): libm, where math lowers to on CPUs, has no rsqrt.
-        return arith::DivFOp::create(b, loc, cst(1.0),
-                                     math::SqrtOp::create(b, loc, x()));
-      })
+      .Case([&](RsqrtOp) -> Value { return reciprocalSqrt(b, loc, x()); })
       .Case([&](ReciprocalOp) -> Value {
         return arith::DivFOp::create(b, loc, cst(1.0), x());
       })

@@ -53,8 +53,10 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
                                 const CompilerOptions &options);
 
 /// Runs the pipeline for `phase` on `module` (with the pass-manager options
-/// given on the command line, such as --mlir-print-ir-after-all).
-LogicalResult runPipeline(ModuleOp module, EmitPhase phase, unsigned optLevel);
+/// given on the command line, such as --mlir-print-ir-after-all). With
+/// `simplify` (and -O1 and up) the loom dialect is canonicalized first.
+LogicalResult runPipeline(ModuleOp module, EmitPhase phase, unsigned optLevel,
+                          bool simplify = true);
 
 /// The whole of loomc: load, lower to the requested phase, write the output.
 LogicalResult compile(MLIRContext &context, const CompilerOptions &options);
