@@ -45,6 +45,9 @@ struct Tensor {
   size_t bytes = 0;
   Buffer data;
   bool set = false;
+  /// Index of the parameter or state this output replaces, or -1.
+  int64_t updates = -1;
+  std::string updatesName;
   /// The memref descriptor: allocated and aligned pointers, offset, sizes,
   /// strides (all 8-byte words).
   std::vector<int64_t> descriptor;
@@ -199,6 +202,7 @@ static loom_status_t createSession(const std::string &dir,
     t.kind = kind == "input"       ? LOOM_TENSOR_INPUT
              : kind == "parameter" ? LOOM_TENSOR_PARAMETER
              : kind == "output"    ? LOOM_TENSOR_OUTPUT
+             : kind == "state"     ? LOOM_TENSOR_STATE
                                    : (loom_tensor_kind_t)-1;
     if (t.name.empty() || (int)t.kind < 0)
       return bad("an argument has no name or an unknown kind \"" + kind + "\"");
@@ -233,6 +237,13 @@ static loom_status_t createSession(const std::string &dir,
       std::memcpy(t.data.get(), params.data() + offset, t.bytes);
       t.set = true;
     }
+    if (t.kind == LOOM_TENSOR_STATE) {
+      if (arg.value("init", "") != "zeros")
+        return bad("state \"" + t.name + "\" has no known initial value");
+      t.set = true;
+    }
+    if (t.kind == LOOM_TENSOR_OUTPUT && arg.contains("updates"))
+      t.updatesName = arg.value("updates", "");
     // Row-major descriptor.
     int64_t rank = t.shape.size();
     t.descriptor.assign(3 + 2 * rank, 0);
@@ -245,8 +256,23 @@ static loom_status_t createSession(const std::string &dir,
     }
     session->tensors.push_back(std::move(t));
   }
-  for (Tensor &t : session->tensors)
+  for (Tensor &t : session->tensors) {
     session->descriptors.push_back(t.descriptor.data());
+    if (t.updatesName.empty())
+      continue;
+    for (size_t i = 0; i < session->tensors.size(); ++i) {
+      const Tensor &target = session->tensors[i];
+      if (target.name == t.updatesName &&
+          (target.kind == LOOM_TENSOR_PARAMETER ||
+           target.kind == LOOM_TENSOR_STATE))
+        t.updates = (int64_t)i;
+    }
+    if (t.updates < 0 ||
+        session->tensors[t.updates].dtype != t.dtype ||
+        session->tensors[t.updates].shape != t.shape)
+      return bad("output \"" + t.name + "\" updates \"" + t.updatesName +
+                 "\", which is not a parameter or state of its type");
+  }
 
   std::string library = dir + "/" + manifest.value("library", "model.so");
   session->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -306,6 +332,7 @@ loom_status_t loom_session_tensor_info(const loom_session_t *session,
   for (size_t d = 0; d < t.shape.size(); ++d)
     out_info->shape[d] = t.shape[d];
   out_info->bytes = t.bytes;
+  out_info->updates = t.updates;
   return nullptr;
 }
 
@@ -354,6 +381,14 @@ loom_status_t loom_session_run(loom_session_t *session) {
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                         "input \"" + t.name + "\" was not set");
   session->entry(session->descriptors.data());
+  for (Tensor &t : session->tensors) {
+    if (t.updates < 0)
+      continue;
+    Tensor &target = session->tensors[t.updates];
+    std::swap(t.data, target.data);
+    for (Tensor *x : {&t, &target})
+      x->descriptor[0] = x->descriptor[1] = (int64_t)(intptr_t)x->data.get();
+  }
   return nullptr;
 }
 

@@ -21,6 +21,7 @@ void LoomDialect::initialize() {
 #include "dialects/Loom/LoomOps.cpp.inc"
       >();
   registerAttributes();
+  registerGradientModels(getContext());
 }
 
 Operation *LoomDialect::materializeConstant(OpBuilder &builder, Attribute value,

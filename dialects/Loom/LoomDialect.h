@@ -34,4 +34,10 @@ int64_t defaultFlops(Operation *op);
 
 #include "dialects/Loom/LoomInterfaces.h.inc"
 
+namespace mlir::loom {
+/// Attaches GradientOpInterface to the differentiable ops (LoomGradients.cpp);
+/// called when the dialect loads.
+void registerGradientModels(MLIRContext *context);
+} // namespace mlir::loom
+
 #endif // LOOM_DIALECTS_LOOM_LOOMDIALECT_H

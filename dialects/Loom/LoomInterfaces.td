@@ -37,4 +37,30 @@ def Loom_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Loom_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::loom";
+  let description = [{
+    The vector-Jacobian product of an op, used by reverse-mode autodiff
+    (`loom-build-train-step`, `loom-differentiate`).
+
+    Given the gradient of the loss with respect to each result (a null value
+    where no gradient reaches that result), `buildGradient` emits, at the
+    builder's insertion point, ops computing the gradient with respect to each
+    operand and stores them in `operandGrads` (one entry per operand; null for
+    operands that are not differentiable, such as integer indices). Gradients
+    have exactly the operand's type: broadcasting is summed back. Ops built
+    for operands whose gradient is never used are removed later as dead code.
+
+    Failure means the op cannot be differentiated in its present form (for
+    example a strided slice); the implementation emits the error.
+  }];
+  let methods = [
+    InterfaceMethod<"builds the operands' gradients from the results'",
+      "::llvm::LogicalResult", "buildGradient",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // LOOM_INTERFACES

@@ -86,8 +86,11 @@ LOOM_API const char *loom_dtype_name(loom_dtype_t dtype);
 
 typedef enum loom_tensor_kind_t {
   LOOM_TENSOR_INPUT = 0,
+  /** Starts from the bundle's initial value (params.bin). */
   LOOM_TENSOR_PARAMETER = 1,
   LOOM_TENSOR_OUTPUT = 2,
+  /** Optimizer state and step counters of a training step; starts at 0. */
+  LOOM_TENSOR_STATE = 3,
 } loom_tensor_kind_t;
 
 typedef struct loom_tensor_info_t {
@@ -99,6 +102,11 @@ typedef struct loom_tensor_info_t {
   int64_t shape[LOOM_MAX_RANK];
   /** Size of the dense, row-major data in bytes. */
   size_t bytes;
+  /** For an output of a training step: the index of the parameter or state
+   *  tensor it replaces after each run (the two buffers are swapped, so the
+   *  parameter then holds the new value and the output the old one); -1
+   *  otherwise. */
+  int64_t updates;
 } loom_tensor_info_t;
 
 /*===--------------------------------------------------------------------===*
@@ -140,7 +148,8 @@ LOOM_API loom_status_t loom_session_find_tensor(const loom_session_t *session,
 LOOM_API loom_status_t loom_session_set_tensor(loom_session_t *session,
                                                size_t index, const void *data,
                                                size_t bytes);
-/** Runs the entry point; every input must have been set once. */
+/** Runs the entry point; every input must have been set once. Afterwards,
+ *  outputs that update a parameter or state tensor are swapped into it. */
 LOOM_API loom_status_t loom_session_run(loom_session_t *session);
 /** The data of tensor `index` (outputs after a run; inputs and parameters
  *  as set). Owned by the session; valid until the next run or destroy. */

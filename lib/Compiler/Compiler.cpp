@@ -8,6 +8,7 @@
 #include "loom/Target/Bundle.h"
 
 #include "dialects/Loom/LoomOps.h"
+#include "passes/Passes.h"
 #include "passes/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -77,6 +78,33 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
   if (!module)
     return failure();
 
+  if (options.train) {
+    const TrainOptions &t = *options.train;
+    LoomBuildTrainStepPassOptions pass;
+    pass.entry = t.entry;
+    pass.loss = t.loss;
+    pass.lossOutput = t.lossOutput;
+    pass.optimizer = t.optimizer;
+    pass.lr = t.lr;
+    pass.momentum = t.momentum;
+    pass.nesterov = t.nesterov;
+    pass.weightDecay = t.weightDecay;
+    pass.beta1 = t.beta1;
+    pass.beta2 = t.beta2;
+    pass.epsilon = t.epsilon;
+    pass.schedule = t.schedule;
+    pass.warmupSteps = t.warmupSteps;
+    pass.totalSteps = t.totalSteps;
+    pass.minLr = t.minLr;
+    pass.clipNorm = t.clipNorm;
+    PassManager pm(module.get()->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    pm.addPass(createLoomBuildTrainStepPass(pass));
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+
   // Entry-point signatures (names, parameter values) are read from the loom
   // dialect, before lowering turns tensors into pointers.
   SmallVector<EntrySignature> entries;
@@ -89,6 +117,10 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
     entries = std::move(*collected);
   }
+  // The training configuration goes to the manifest, not through lowering.
+  auto training = (*module)->getAttrOfType<DictionaryAttr>("loom.training");
+  if (training && phase >= EmitPhase::Linalg)
+    (*module)->removeAttr("loom.training");
   // The loom-level simplification already ran when signatures were read.
   if (failed(runPipeline(*module, std::min(phase, EmitPhase::LLVM),
                          options.optLevel,
@@ -96,7 +128,8 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     return failure();
 
   if (phase == EmitPhase::Bundle)
-    return writeBundle(*module, entries, options.optLevel, options.outputPath);
+    return writeBundle(*module, entries, options.optLevel, options.outputPath,
+                       training);
 
   std::string error;
   auto output = openOutputFile(options.outputPath, &error);

@@ -17,6 +17,7 @@
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -102,6 +103,7 @@ makeArgument(Type type, DictionaryAttr attrs, EntryArgument::Kind kind,
     return failure();
   arg.dtype = *dtype;
   StringRef nameAttr = kind == EntryArgument::Kind::Parameter ? "loom.param"
+                       : kind == EntryArgument::Kind::State   ? "loom.state"
                        : kind == EntryArgument::Kind::Input   ? "loom.input"
                                                               : "loom.output";
   auto name = attrs ? attrs.getAs<StringAttr>(nameAttr) : StringAttr();
@@ -116,6 +118,8 @@ makeArgument(Type type, DictionaryAttr attrs, EntryArgument::Kind kind,
       return failure();
     arg.initialValue = std::move(*bytes);
   }
+  if (auto updates = attrs ? attrs.getAs<StringAttr>("loom.update") : nullptr)
+    arg.updates = updates.str();
   return arg;
 }
 
@@ -130,9 +134,12 @@ mlir::loom::collectEntrySignatures(ModuleOp module) {
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
       DictionaryAttr attrs = func.getArgAttrDict(i);
       bool isParam = attrs && attrs.get("loom.param") && attrs.get("loom.init");
+      bool isState = attrs && attrs.get("loom.state");
       FailureOr<EntryArgument> arg = makeArgument(
           type, attrs,
-          isParam ? EntryArgument::Kind::Parameter : EntryArgument::Kind::Input,
+          isParam   ? EntryArgument::Kind::Parameter
+          : isState ? EntryArgument::Kind::State
+                    : EntryArgument::Kind::Input,
           i, func.getLoc());
       if (failed(arg))
         return failure();
@@ -145,6 +152,22 @@ mlir::loom::collectEntrySignatures(ModuleOp module) {
       if (failed(arg))
         return failure();
       entry.arguments.push_back(std::move(*arg));
+    }
+    // An update must name a parameter or state of the same entry point and
+    // have its type, since the runtime swaps the two buffers.
+    for (const EntryArgument &out : entry.arguments) {
+      if (out.updates.empty())
+        continue;
+      auto target = llvm::find_if(entry.arguments, [&](const EntryArgument &a) {
+        return a.name == out.updates &&
+               (a.kind == EntryArgument::Kind::Parameter ||
+                a.kind == EntryArgument::Kind::State);
+      });
+      if (target == entry.arguments.end() || target->dtype != out.dtype ||
+          target->shape != out.shape)
+        return func.emitError("output '")
+               << out.name << "' updates '" << out.updates
+               << "', which is not a parameter or state of the same type";
     }
     entries.push_back(std::move(entry));
   }
@@ -249,6 +272,8 @@ static StringRef kindName(EntryArgument::Kind kind) {
     return "input";
   case EntryArgument::Kind::Parameter:
     return "parameter";
+  case EntryArgument::Kind::State:
+    return "state";
   case EntryArgument::Kind::Output:
     return "output";
   }
@@ -271,7 +296,8 @@ static LogicalResult writeFile(Location loc, StringRef path,
 
 LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
                                       ArrayRef<EntrySignature> entries,
-                                      unsigned optLevel, StringRef path) {
+                                      unsigned optLevel, StringRef path,
+                                      DictionaryAttr training) {
   Location loc = llvmModule.getLoc();
   // Build everything in a fresh sibling directory, then move it in place.
   SmallString<256> model(path);
@@ -315,9 +341,11 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
                           << (linkError.empty() ? "" : ": ") << linkError;
   (void)llvm::sys::fs::remove(object);
 
-  // Parameters, each 64-byte aligned.
+  // Parameters, each 64-byte aligned and stored once however many entry
+  // points take it.
   llvm::json::Array jsonEntries;
   std::vector<char> params;
+  llvm::StringMap<int64_t> paramOffsets;
   for (const EntrySignature &entry : entries) {
     llvm::json::Array arguments;
     for (const EntryArgument &arg : entry.arguments) {
@@ -326,12 +354,21 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
                              {"dtype", arg.dtype},
                              {"shape", llvm::json::Array(arg.shape)}};
       if (arg.kind == EntryArgument::Kind::Parameter) {
-        params.resize(llvm::alignTo(params.size(), 64));
-        obj["offset"] = (int64_t)params.size();
+        auto [it, inserted] =
+            paramOffsets.try_emplace(arg.name, (int64_t)params.size());
+        if (inserted) {
+          params.resize(llvm::alignTo(params.size(), 64));
+          it->second = (int64_t)params.size();
+          params.insert(params.end(), arg.initialValue.begin(),
+                        arg.initialValue.end());
+        }
+        obj["offset"] = it->second;
         obj["bytes"] = (int64_t)arg.initialValue.size();
-        params.insert(params.end(), arg.initialValue.begin(),
-                      arg.initialValue.end());
       }
+      if (arg.kind == EntryArgument::Kind::State)
+        obj["init"] = "zeros";
+      if (!arg.updates.empty())
+        obj["updates"] = arg.updates;
       arguments.push_back(std::move(obj));
     }
     jsonEntries.push_back(llvm::json::Object{
@@ -354,6 +391,20 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
       {"library", "model.so"},
       {"parameters_file", "params.bin"},
       {"entry_points", std::move(jsonEntries)}};
+  if (training) {
+    llvm::json::Object config;
+    for (NamedAttribute attr : training) {
+      if (auto str = dyn_cast<StringAttr>(attr.getValue()))
+        config[attr.getName().str()] = str.str();
+      else if (auto f = dyn_cast<FloatAttr>(attr.getValue()))
+        config[attr.getName().str()] = f.getValueAsDouble();
+      else if (auto b = dyn_cast<BoolAttr>(attr.getValue()))
+        config[attr.getName().str()] = b.getValue();
+      else if (auto i = dyn_cast<IntegerAttr>(attr.getValue()))
+        config[attr.getName().str()] = i.getInt();
+    }
+    manifest["training"] = std::move(config);
+  }
   if (failed(writeFile(loc, inTmp("manifest.json"), [&](llvm::raw_ostream &os) {
         os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest)))
            << "\n";

@@ -35,4 +35,81 @@ def LoomCostReportPass : Pass<"loom-cost-report", "::mlir::ModuleOp"> {
   }];
 }
 
+def LoomDifferentiatePass : Pass<"loom-differentiate", "::mlir::ModuleOp"> {
+  let summary = "adds a gradient function next to each scalar-valued function";
+  let description = [{
+    For every public function `@f` whose only result is a floating-point
+    scalar, adds a public `@f_grad` with the same arguments that returns the
+    gradient of `@f` with respect to each floating-point argument (in order),
+    built by reverse-mode autodiff through `GradientOpInterface`. Used to check
+    gradients against finite differences; training uses
+    `loom-build-train-step`, which shares the same autodiff.
+  }];
+}
+
+def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
+  let summary = "builds the training and evaluation steps from a forward function";
+  let description = [{
+    Turns the module's forward function (its single public function, or the
+    one named by `entry`) into a pure training step
+
+      `train_step(params, optimizer state, step, batch) ->
+          (loss, params', optimizer state', step + 1)`
+
+    and an `eval_step(params, batch) -> loss`:
+
+    1. The loss is the forward function's scalar output named by
+       `loss-output` (default: its only scalar floating-point output), or a
+       loss attached to its first output by `loss`:
+       `cross-entropy:LABELS` (mean softmax cross-entropy against a new
+       integer input `LABELS` of the logits' shape without the class
+       dimension) or `mse:TARGET` (mean squared error against a new input of
+       the output's shape).
+    2. Reverse-mode autodiff through `GradientOpInterface` gives the gradient
+       of every floating-point parameter (`loom.param`) the loss depends on.
+       Parameters it does not depend on are left alone.
+    3. Gradients are optionally clipped to a global L2 norm (`clip-norm`, as
+       `torch.nn.utils.clip_grad_norm_`).
+    4. The optimizer updates each parameter with PyTorch's semantics: `sgd`
+       (momentum, dampening 0, Nesterov, L2 weight decay), `adam` (L2 weight
+       decay) or `adamw` (decoupled weight decay). Its state tensors are new
+       arguments marked `loom.state` (zero-initialized); the step counter is
+       the `int64` state `step`.
+    5. The learning rate at step `s` (0-based) follows `schedule`: `constant`;
+       `warmup` (linear from `lr/warmup-steps` up to `lr` over `warmup-steps`
+       steps, then constant); `cosine` (the same warmup, then cosine decay to
+       `min-lr` at `total-steps`).
+
+    Results that replace a parameter or state tensor after the step carry
+    `loom.update = "<name>"`; the runtime swaps them in.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"\"",
+           "forward function (default: the only public one)">,
+    Option<"lossOutput", "loss-output", "std::string", "\"\"",
+           "name of the scalar output that is the loss">,
+    Option<"loss", "loss", "std::string", "\"\"",
+           "loss to attach: cross-entropy:LABELS or mse:TARGET">,
+    Option<"optimizer", "optimizer", "std::string", "\"adamw\"",
+           "sgd, adam or adamw">,
+    Option<"lr", "lr", "double", "1e-3", "learning rate">,
+    Option<"momentum", "momentum", "double", "0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", "false", "Nesterov momentum (SGD)">,
+    Option<"weightDecay", "weight-decay", "double", "-1",
+           "weight decay (default 0 for sgd and adam, 0.01 for adamw)">,
+    Option<"beta1", "beta1", "double", "0.9", "Adam beta1">,
+    Option<"beta2", "beta2", "double", "0.999", "Adam beta2">,
+    Option<"epsilon", "epsilon", "double", "1e-8", "Adam epsilon">,
+    Option<"schedule", "schedule", "std::string", "\"constant\"",
+           "learning-rate schedule: constant, warmup or cosine">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "0",
+           "linear warmup steps (warmup, cosine)">,
+    Option<"totalSteps", "total-steps", "int64_t", "0",
+           "steps until the cosine schedule reaches min-lr">,
+    Option<"minLr", "min-lr", "double", "0.0", "final learning rate (cosine)">,
+    Option<"clipNorm", "clip-norm", "double", "0.0",
+           "clip gradients to this global L2 norm (0: off)">,
+  ];
+}
+
 #endif // LOOM_TRANSFORMS_PASSES

@@ -62,6 +62,67 @@ static cl::list<std::string>
                          "--input-shape x=4x32 (repeatable)"),
                 cl::value_desc("NAME=DIMS"), cl::cat(loomcCategory));
 
+static cl::OptionCategory trainCategory(
+    "Training (--train builds train_step and eval_step)");
+
+static cl::opt<bool> train("train",
+                           cl::desc("Compile a training step (forward, "
+                                    "backward, optimizer) and an eval step"),
+                           cl::cat(trainCategory));
+static cl::opt<std::string>
+    loss("loss",
+         cl::desc("Loss to attach to the model's first output (or "
+                  "--loss-output): cross-entropy:LABELS or mse:TARGET, where "
+                  "LABELS/TARGET names the new input. Default: the model's "
+                  "scalar output is the loss"),
+         cl::value_desc("KIND:INPUT"), cl::cat(trainCategory));
+static cl::opt<std::string>
+    lossOutput("loss-output",
+               cl::desc("The model output that is the loss (or that --loss "
+                        "applies to)"),
+               cl::value_desc("NAME"), cl::cat(trainCategory));
+static cl::opt<std::string> optimizer("optimizer",
+                                      cl::desc("sgd, adam or adamw (default)"),
+                                      cl::init("adamw"), cl::cat(trainCategory));
+static cl::opt<double> lr("lr", cl::desc("Learning rate (default 1e-3)"),
+                          cl::init(1e-3), cl::cat(trainCategory));
+static cl::opt<double> momentum("momentum", cl::desc("SGD momentum"),
+                                cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<bool> nesterov("nesterov", cl::desc("Nesterov momentum (SGD)"),
+                              cl::cat(trainCategory));
+static cl::opt<double>
+    weightDecay("weight-decay",
+                cl::desc("Weight decay: L2 for sgd/adam, decoupled for adamw "
+                         "(default 0, adamw 0.01)"),
+                cl::init(-1.0), cl::cat(trainCategory));
+static cl::opt<double> beta1("beta1", cl::desc("Adam beta1 (default 0.9)"),
+                             cl::init(0.9), cl::cat(trainCategory));
+static cl::opt<double> beta2("beta2", cl::desc("Adam beta2 (default 0.999)"),
+                             cl::init(0.999), cl::cat(trainCategory));
+static cl::opt<double> adamEps("adam-eps",
+                               cl::desc("Adam epsilon (default 1e-8)"),
+                               cl::init(1e-8), cl::cat(trainCategory));
+static cl::opt<std::string>
+    schedule("lr-schedule",
+             cl::desc("constant (default), warmup (linear warmup), or cosine "
+                      "(warmup, then cosine decay to --min-lr at "
+                      "--total-steps)"),
+             cl::init("constant"), cl::cat(trainCategory));
+static cl::opt<int64_t> warmupSteps("warmup-steps",
+                                    cl::desc("Linear warmup steps"),
+                                    cl::init(0), cl::cat(trainCategory));
+static cl::opt<int64_t> totalSteps("total-steps",
+                                   cl::desc("Length of the cosine schedule"),
+                                   cl::init(0), cl::cat(trainCategory));
+static cl::opt<double> minLr("min-lr",
+                             cl::desc("Final learning rate of the cosine "
+                                      "schedule"),
+                             cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<double> clipNorm("clip-grad-norm",
+                                cl::desc("Clip gradients to this global L2 "
+                                         "norm (default: off)"),
+                                cl::init(0.0), cl::cat(trainCategory));
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
@@ -93,6 +154,38 @@ int main(int argc, char **argv) {
       WithColor::error(errs(), "loomc") << error << "\n";
       return 1;
     }
+  }
+
+  bool trainingFlag = false;
+  for (cl::Option *opt : {(cl::Option *)&loss, (cl::Option *)&lossOutput,
+                          (cl::Option *)&optimizer, (cl::Option *)&lr,
+                          (cl::Option *)&momentum, (cl::Option *)&nesterov,
+                          (cl::Option *)&weightDecay, (cl::Option *)&schedule,
+                          (cl::Option *)&clipNorm})
+    trainingFlag |= opt->getNumOccurrences() > 0;
+  if (trainingFlag && !train) {
+    WithColor::error(errs(), "loomc")
+        << "training options need --train\n";
+    return 1;
+  }
+  if (train) {
+    mlir::loom::TrainOptions t;
+    t.loss = loss;
+    t.lossOutput = lossOutput;
+    t.optimizer = optimizer;
+    t.lr = lr;
+    t.momentum = momentum;
+    t.nesterov = nesterov;
+    t.weightDecay = weightDecay;
+    t.beta1 = beta1;
+    t.beta2 = beta2;
+    t.epsilon = adamEps;
+    t.schedule = schedule;
+    t.warmupSteps = warmupSteps;
+    t.totalSteps = totalSteps;
+    t.minLr = minLr;
+    t.clipNorm = clipNorm;
+    options.train = t;
   }
 
   mlir::DialectRegistry registry;

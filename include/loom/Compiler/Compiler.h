@@ -34,6 +34,28 @@ enum class EmitPhase {
   Bundle,
 };
 
+/// What `loomc --train` passes to `loom-build-train-step` (see its
+/// description for the semantics of each field).
+struct TrainOptions {
+  std::string entry;
+  std::string loss;
+  std::string lossOutput;
+  std::string optimizer = "adamw";
+  double lr = 1e-3;
+  double momentum = 0.0;
+  bool nesterov = false;
+  /// Negative: the optimizer's default (0 for sgd/adam, 0.01 for adamw).
+  double weightDecay = -1.0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double epsilon = 1e-8;
+  std::string schedule = "constant";
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0;
+  double minLr = 0.0;
+  double clipNorm = 0.0;
+};
+
 struct CompilerOptions {
   std::string inputPath;
   /// "-" for stdout (text phases only).
@@ -45,6 +67,8 @@ struct CompilerOptions {
   /// canonicalize, fuse and optimize.
   unsigned optLevel = 2;
   OnnxImportOptions import;
+  /// Set: build `train_step` and `eval_step` from the forward function.
+  std::optional<TrainOptions> train;
 };
 
 /// Loads `options.inputPath`: `.mlir` files are parsed, anything else is

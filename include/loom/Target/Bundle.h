@@ -4,7 +4,10 @@
 //
 //   model.loom/
 //     manifest.json  entry points, their arguments (inputs, parameters,
-//                    outputs) with dtypes and shapes, target, Loom version
+//                    optimizer state, outputs) with dtypes and shapes; for
+//                    training, which outputs replace which parameters or
+//                    state after a step and the optimizer's settings;
+//                    target, Loom version
 //     model.so       the compiled entry points, `loom_entry_<name>(void **)`
 //     params.bin     initial parameter values, at offsets the manifest gives
 //
@@ -30,7 +33,9 @@ namespace mlir::loom {
 
 /// One argument of a compiled entry point.
 struct EntryArgument {
-  enum class Kind { Input, Parameter, Output };
+  /// Parameters start from their initial value; state (optimizer moments,
+  /// step counters) starts at zero.
+  enum class Kind { Input, Parameter, State, Output };
   std::string name;
   Kind kind;
   /// numpy-style dtype name: float32, float64, float16, bfloat16, int64,
@@ -39,6 +44,9 @@ struct EntryArgument {
   SmallVector<int64_t> shape;
   /// Initial value of a parameter (little-endian, dense), empty otherwise.
   std::vector<char> initialValue;
+  /// For an output: the parameter or state it replaces after each run
+  /// (`loom.update`), empty otherwise.
+  std::string updates;
 };
 
 struct EntrySignature {
@@ -48,7 +56,8 @@ struct EntrySignature {
 
 /// Reads the entry points of a module in the loom dialect (before lowering):
 /// every public function with static tensor arguments and results. Names come
-/// from `loom.input`/`loom.param`/`loom.output`, values from `loom.init`.
+/// from `loom.input`/`loom.param`/`loom.state`/`loom.output`, values from
+/// `loom.init`, updates from `loom.update`.
 FailureOr<SmallVector<EntrySignature>> collectEntrySignatures(ModuleOp module);
 
 /// Translates a module in the LLVM dialect to native code for this machine's
@@ -58,10 +67,11 @@ LogicalResult emitObjectFile(ModuleOp llvmModule,
                              unsigned optLevel, llvm::raw_pwrite_stream &os);
 
 /// Writes a bundle directory at `path` (replacing an existing bundle only
-/// once the new one is complete).
+/// once the new one is complete). `training` (may be null) is the optimizer's
+/// configuration, a dictionary stored as the manifest's "training" object.
 LogicalResult writeBundle(ModuleOp llvmModule,
                           ArrayRef<EntrySignature> entries, unsigned optLevel,
-                          StringRef path);
+                          StringRef path, DictionaryAttr training = {});
 
 } // namespace mlir::loom
 

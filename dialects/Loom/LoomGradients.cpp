@@ -1,0 +1,761 @@
+//===- LoomGradients.cpp - vector-Jacobian products of loom ops -----------===//
+//
+// Implements GradientOpInterface for the differentiable loom ops, attached to
+// the ops as external models when the dialect loads. Each gradient is built
+// from loom ops, so it is optimized, partitioned and lowered like the forward
+// graph. Operand gradients are summed back over broadcast dimensions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/Loom/LoomOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
+
+#include <cmath>
+#include <numeric>
+
+using namespace mlir;
+using namespace mlir::loom;
+
+namespace {
+
+/// The context one gradient is built in: the builder, the op's location and
+/// small constructors for the loom ops gradients are made of.
+struct GradBuilder {
+  OpBuilder &b;
+  Location loc;
+
+  /// A rank-0 constant of `elementType`, which broadcasts against anything.
+  Value scalar(double value, Type elementType) {
+    auto type = RankedTensorType::get({}, elementType);
+    return ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(
+                    type, b.getFloatAttr(elementType, value))));
+  }
+  Value scalarLike(double value, Value like) {
+    return scalar(value, getElementTypeOrSelf(like.getType()));
+  }
+  Value zeros(RankedTensorType type) {
+    Attribute zero = isa<FloatType>(type.getElementType())
+                         ? Attribute(b.getFloatAttr(type.getElementType(), 0))
+                         : Attribute(b.getIntegerAttr(type.getElementType(), 0));
+    return ConstantOp::create(
+        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, zero)));
+  }
+
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value neg(Value x) { return NegOp::create(b, loc, x); }
+  Value mulScalar(Value x, double c) { return mul(x, scalarLike(c, x)); }
+  Value where(Value c, Value x, Value y) {
+    return WhereOp::create(b, loc, c, x, y);
+  }
+  /// `g` where `mask` holds, 0 elsewhere.
+  Value select(Value mask, Value g) {
+    return where(mask, g, scalarLike(0.0, g));
+  }
+  Value reshape(Value x, ArrayRef<int64_t> shape) {
+    auto type = cast<RankedTensorType>(x.getType());
+    if (type.getShape() == shape)
+      return x;
+    return ReshapeOp::create(b, loc, type.clone(shape), x);
+  }
+  Value expandTo(Value x, RankedTensorType type) {
+    if (x.getType() == type)
+      return x;
+    return ExpandOp::create(b, loc, type, x);
+  }
+  Value sum(Value x, ArrayRef<int64_t> axes, bool keepdims = true) {
+    return ReduceSumOp::create(b, loc, x, axes, keepdims);
+  }
+  Value mean(Value x, ArrayRef<int64_t> axes) {
+    return ReduceMeanOp::create(b, loc, x, axes, /*keepdims=*/true);
+  }
+
+  /// Sums `grad` (of a broadcast result) back to the shape of `target`.
+  Value unbroadcast(Value grad, Type target) {
+    auto gradType = cast<RankedTensorType>(grad.getType());
+    auto targetType = cast<RankedTensorType>(target);
+    if (gradType.getShape() == targetType.getShape())
+      return grad;
+    int64_t lead = gradType.getRank() - targetType.getRank();
+    SmallVector<int64_t> axes;
+    for (int64_t d = 0; d < gradType.getRank(); ++d)
+      if (d < lead || (targetType.getDimSize(d - lead) == 1 &&
+                       gradType.getDimSize(d) != 1))
+        axes.push_back(d);
+    Value reduced = axes.empty() ? grad : sum(grad, axes);
+    return reshape(reduced, targetType.getShape());
+  }
+};
+
+bool isFloatTensor(Type type) {
+  return isa<FloatType>(getElementTypeOrSelf(type));
+}
+
+/// Normalized axes from `axis` to the last dimension.
+SmallVector<int64_t> trailingAxes(int64_t axis, int64_t rank) {
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d)
+    axes.push_back(d);
+  return axes;
+}
+
+//===----------------------------------------------------------------------===//
+// Per-op gradients. Each takes the op, the helper and the result gradients
+// and fills the operand gradients (already sized, all null).
+//===----------------------------------------------------------------------===//
+
+using Grads = SmallVectorImpl<Value>;
+
+// Elementwise unary ops: dx = g * f'(x), written with x and y = f(x).
+LogicalResult gradient(NegOp, GradBuilder &h, ArrayRef<Value> g, Grads &dx) {
+  dx[0] = h.neg(g[0]);
+  return success();
+}
+LogicalResult gradient(ExpOp op, GradBuilder &h, ArrayRef<Value> g, Grads &dx) {
+  dx[0] = h.mul(g[0], op.getResult());
+  return success();
+}
+LogicalResult gradient(LogOp op, GradBuilder &h, ArrayRef<Value> g, Grads &dx) {
+  dx[0] = h.div(g[0], op.getInput());
+  return success();
+}
+LogicalResult gradient(SqrtOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  dx[0] = h.div(h.mulScalar(g[0], 0.5), op.getResult());
+  return success();
+}
+LogicalResult gradient(RsqrtOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  Value y = op.getResult();
+  dx[0] = h.mul(h.mulScalar(g[0], -0.5), h.mul(y, h.mul(y, y)));
+  return success();
+}
+LogicalResult gradient(ReciprocalOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  Value y = op.getResult();
+  dx[0] = h.neg(h.mul(g[0], h.mul(y, y)));
+  return success();
+}
+LogicalResult gradient(TanhOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  Value y = op.getResult();
+  dx[0] = h.mul(g[0], h.sub(h.scalarLike(1.0, y), h.mul(y, y)));
+  return success();
+}
+LogicalResult gradient(SigmoidOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  Value y = op.getResult();
+  dx[0] = h.mul(g[0], h.mul(y, h.sub(h.scalarLike(1.0, y), y)));
+  return success();
+}
+LogicalResult gradient(ReluOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  Value x = op.getInput();
+  dx[0] = h.select(GreaterOp::create(h.b, h.loc, x, h.scalarLike(0.0, x)),
+                   g[0]);
+  return success();
+}
+LogicalResult gradient(LeakyReluOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  Value x = op.getInput();
+  Value positive = GreaterOp::create(h.b, h.loc, x, h.scalarLike(0.0, x));
+  dx[0] = h.where(positive, g[0],
+                  h.mulScalar(g[0], op.getAlpha().convertToDouble()));
+  return success();
+}
+LogicalResult gradient(AbsOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  dx[0] = h.mul(g[0], SignOp::create(h.b, h.loc, op.getInput()));
+  return success();
+}
+LogicalResult gradient(ErfOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
+  Value x = op.getInput();
+  Value e = ExpOp::create(h.b, h.loc, h.neg(h.mul(x, x)));
+  dx[0] = h.mul(g[0], h.mulScalar(e, 2.0 / std::sqrt(M_PI)));
+  return success();
+}
+LogicalResult gradient(GeluOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  Value x = op.getInput();
+  Value one = h.scalarLike(1.0, x);
+  Value d;
+  if (op.getApproximate()) {
+    // y = 0.5 x (1 + tanh(u)), u = c (x + 0.044715 x^3), c = sqrt(2/pi):
+    // dy = 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 * 0.044715 x^2).
+    double c = std::sqrt(2.0 / M_PI);
+    Value x2 = h.mul(x, x);
+    Value u = h.mulScalar(h.add(x, h.mulScalar(h.mul(x2, x), 0.044715)), c);
+    Value t = TanhOp::create(h.b, h.loc, u);
+    Value du = h.mulScalar(h.add(one, h.mulScalar(x2, 3 * 0.044715)), c);
+    Value first = h.mulScalar(h.add(one, t), 0.5);
+    Value second =
+        h.mul(h.mulScalar(h.mul(x, h.sub(one, h.mul(t, t))), 0.5), du);
+    d = h.add(first, second);
+  } else {
+    // y = x Phi(x): dy = Phi(x) + x phi(x).
+    Value cdf = h.mulScalar(
+        h.add(one, ErfOp::create(h.b, h.loc, h.mulScalar(x, M_SQRT1_2))), 0.5);
+    Value pdf = h.mulScalar(
+        ExpOp::create(h.b, h.loc, h.mulScalar(h.mul(x, x), -0.5)),
+        1.0 / std::sqrt(2.0 * M_PI));
+    d = h.add(cdf, h.mul(x, pdf));
+  }
+  dx[0] = h.mul(g[0], d);
+  return success();
+}
+LogicalResult gradient(SoftplusOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  dx[0] = h.mul(g[0], SigmoidOp::create(h.b, h.loc, op.getInput()));
+  return success();
+}
+LogicalResult gradient(SinOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  dx[0] = h.mul(g[0], CosOp::create(h.b, h.loc, op.getInput()));
+  return success();
+}
+LogicalResult gradient(CosOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  dx[0] = h.neg(h.mul(g[0], SinOp::create(h.b, h.loc, op.getInput())));
+  return success();
+}
+LogicalResult gradient(ClipOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  Value x = op.getInput();
+  Value grad = g[0];
+  if (auto min = op.getMin())
+    grad = h.select(GreaterEqualOp::create(
+                        h.b, h.loc, x, h.scalarLike(min->convertToDouble(), x)),
+                    grad);
+  if (auto max = op.getMax())
+    grad = h.select(LessEqualOp::create(h.b, h.loc, x,
+                                        h.scalarLike(max->convertToDouble(), x)),
+                    grad);
+  dx[0] = grad;
+  return success();
+}
+LogicalResult gradient(CastOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (isFloatTensor(op.getInput().getType()) && isFloatTensor(op.getType()))
+    dx[0] = CastOp::create(h.b, h.loc, op.getInput().getType(), g[0]);
+  return success();
+}
+
+// Binary ops with numpy broadcasting.
+LogicalResult gradient(AddOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  dx[0] = h.unbroadcast(g[0], op.getLhs().getType());
+  dx[1] = h.unbroadcast(g[0], op.getRhs().getType());
+  return success();
+}
+LogicalResult gradient(SubOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  dx[0] = h.unbroadcast(g[0], op.getLhs().getType());
+  dx[1] = h.unbroadcast(h.neg(g[0]), op.getRhs().getType());
+  return success();
+}
+LogicalResult gradient(MulOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  dx[0] = h.unbroadcast(h.mul(g[0], op.getRhs()), op.getLhs().getType());
+  dx[1] = h.unbroadcast(h.mul(g[0], op.getLhs()), op.getRhs().getType());
+  return success();
+}
+LogicalResult gradient(DivOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  Value q = h.div(g[0], op.getRhs());
+  dx[0] = h.unbroadcast(q, op.getLhs().getType());
+  dx[1] = h.unbroadcast(h.neg(h.mul(q, op.getResult())),
+                        op.getRhs().getType());
+  return success();
+}
+LogicalResult gradient(PowOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // d/dx x^p = p x^(p-1); d/dp x^p = x^p log x.
+  Value x = op.getLhs(), p = op.getRhs();
+  Value xpm1 = PowOp::create(h.b, h.loc, x, h.sub(p, h.scalarLike(1.0, p)));
+  dx[0] = h.unbroadcast(h.mul(g[0], h.mul(p, xpm1)), x.getType());
+  dx[1] = h.unbroadcast(
+      h.mul(g[0], h.mul(op.getResult(), LogOp::create(h.b, h.loc, x))),
+      p.getType());
+  return success();
+}
+template <typename CompareOp, typename OpTy>
+LogicalResult minMaxGradient(OpTy op, GradBuilder &h, ArrayRef<Value> g,
+                             Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  Value lhsWins = CompareOp::create(h.b, h.loc, op.getLhs(), op.getRhs());
+  Value zero = h.scalarLike(0.0, g[0]);
+  dx[0] = h.unbroadcast(h.where(lhsWins, g[0], zero), op.getLhs().getType());
+  dx[1] = h.unbroadcast(h.where(lhsWins, zero, g[0]), op.getRhs().getType());
+  return success();
+}
+LogicalResult gradient(MaxOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  return minMaxGradient<GreaterEqualOp>(op, h, g, dx);
+}
+LogicalResult gradient(MinOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  return minMaxGradient<LessEqualOp>(op, h, g, dx);
+}
+LogicalResult gradient(WhereOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  Value zero = h.scalarLike(0.0, g[0]);
+  dx[1] = h.unbroadcast(h.where(op.getCondition(), g[0], zero),
+                        op.getLhs().getType());
+  dx[2] = h.unbroadcast(h.where(op.getCondition(), zero, g[0]),
+                        op.getRhs().getType());
+  return success();
+}
+
+// Contractions.
+LogicalResult gradient(MatmulOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  Value a = op.getLhs(), w = op.getRhs(), d = g[0];
+  bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  Value da, dw;
+  // C = op(A) op(B); dA and dB follow from dC = G with the transposes folded
+  // into the products.
+  if (!ta && !tb) {
+    da = MatmulOp::create(h.b, h.loc, d, w, false, true);   // G B^T
+    dw = MatmulOp::create(h.b, h.loc, a, d, true, false);   // A^T G
+  } else if (ta && !tb) {
+    da = MatmulOp::create(h.b, h.loc, w, d, false, true);   // B G^T
+    dw = MatmulOp::create(h.b, h.loc, a, d, false, false);  // A G
+  } else if (!ta && tb) {
+    da = MatmulOp::create(h.b, h.loc, d, w, false, false);  // G B
+    dw = MatmulOp::create(h.b, h.loc, d, a, true, false);   // G^T A
+  } else {
+    da = MatmulOp::create(h.b, h.loc, w, d, true, true);    // B^T G^T
+    dw = MatmulOp::create(h.b, h.loc, d, a, true, true);    // G^T A^T
+  }
+  dx[0] = h.unbroadcast(da, a.getType());
+  dx[1] = h.unbroadcast(dw, w.getType());
+  return success();
+}
+
+// Reductions.
+/// The gradient of a reduction broadcast back to the input's shape.
+Value expandReduced(GradBuilder &h, Value grad, RankedTensorType inputType,
+                    ArrayRef<int64_t> axes, bool keepdims) {
+  SmallVector<int64_t> kept(inputType.getShape());
+  for (int64_t d = 0; d < inputType.getRank(); ++d)
+    if (axes.empty() || llvm::is_contained(axes, d))
+      kept[d] = 1;
+  Value reshaped = keepdims ? grad : h.reshape(grad, kept);
+  return h.expandTo(reshaped,
+                    inputType.clone(getElementTypeOrSelf(grad.getType())));
+}
+int64_t reducedCount(RankedTensorType type, ArrayRef<int64_t> axes) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (axes.empty() || llvm::is_contained(axes, d))
+      count *= type.getDimSize(d);
+  return count;
+}
+LogicalResult gradient(ReduceSumOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  dx[0] = expandReduced(h, g[0], op.getInput().getType(), op.getAxes(),
+                        op.getKeepdims());
+  return success();
+}
+LogicalResult gradient(ReduceMeanOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  Value scaled =
+      h.mulScalar(g[0], 1.0 / (double)reducedCount(type, op.getAxes()));
+  dx[0] = expandReduced(h, scaled, type, op.getAxes(), op.getKeepdims());
+  return success();
+}
+template <typename OpTy>
+LogicalResult extremumGradient(OpTy op, GradBuilder &h, ArrayRef<Value> g,
+                               Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // The gradient goes to every entry equal to the extremum.
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  Value y = expandReduced(h, op.getResult(), type, op.getAxes(),
+                          op.getKeepdims());
+  Value grad = expandReduced(h, g[0], type, op.getAxes(), op.getKeepdims());
+  dx[0] = h.select(EqualOp::create(h.b, h.loc, op.getInput(), y), grad);
+  return success();
+}
+LogicalResult gradient(ReduceMaxOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  return extremumGradient(op, h, g, dx);
+}
+LogicalResult gradient(ReduceMinOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  return extremumGradient(op, h, g, dx);
+}
+LogicalResult gradient(SoftmaxOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // dx = y * (g - sum(g * y))
+  Value y = op.getResult();
+  int64_t axis = op.getAxis();
+  Value dot = h.sum(h.mul(g[0], y), {axis});
+  dx[0] = h.mul(y, h.sub(g[0], dot));
+  return success();
+}
+LogicalResult gradient(LogSoftmaxOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // dx = g - softmax(x) * sum(g)
+  Value p = ExpOp::create(h.b, h.loc, op.getResult());
+  dx[0] = h.sub(g[0], h.mul(p, h.sum(g[0], {(int64_t)op.getAxis()})));
+  return success();
+}
+LogicalResult gradient(LayerNormOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (g[1] || g[2])
+    return op.emitOpError(
+        "cannot differentiate through its mean or inv_std_dev results");
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  SmallVector<int64_t> axes = trailingAxes(op.getAxis(), type.getRank());
+  Value xhat = h.mul(h.sub(op.getInput(), op.getMean()), op.getInvStdDev());
+  if (Value bias = op.getBias())
+    dx[2] = h.unbroadcast(g[0], bias.getType());
+  dx[1] = h.unbroadcast(h.mul(g[0], xhat), op.getScale().getType());
+  Value dxhat = h.mul(g[0], op.getScale());
+  Value m1 = h.mean(dxhat, axes);
+  Value m2 = h.mean(h.mul(dxhat, xhat), axes);
+  dx[0] = h.mul(op.getInvStdDev(), h.sub(h.sub(dxhat, m1), h.mul(xhat, m2)));
+  return success();
+}
+
+// Shape and data movement.
+LogicalResult gradient(ReshapeOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (isFloatTensor(op.getType()))
+    dx[0] = ReshapeOp::create(h.b, h.loc, op.getInput().getType(), g[0]);
+  return success();
+}
+LogicalResult gradient(TransposeOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  ArrayRef<int64_t> perm = op.getPerm();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  dx[0] = TransposeOp::create(h.b, h.loc, g[0], inverse);
+  return success();
+}
+LogicalResult gradient(ExpandOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (isFloatTensor(op.getType()))
+    dx[0] = h.unbroadcast(g[0], op.getInput().getType());
+  return success();
+}
+LogicalResult gradient(ConcatOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  auto type = cast<RankedTensorType>(op.getType());
+  int64_t axis = op.getAxis(), offset = 0;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    int64_t size = cast<RankedTensorType>(input.getType()).getDimSize(axis);
+    SmallVector<int64_t> starts(type.getRank(), 0);
+    SmallVector<int64_t> limits(type.getShape());
+    SmallVector<int64_t> steps(type.getRank(), 1);
+    starts[axis] = offset;
+    limits[axis] = offset + size;
+    dx[i] = SliceOp::create(h.b, h.loc, g[0], starts, limits, steps);
+    offset += size;
+  }
+  return success();
+}
+LogicalResult gradient(SplitOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getInput().getType()))
+    return success();
+  SmallVector<Value> pieces;
+  for (auto [grad, result] : llvm::zip(g, op.getResults()))
+    pieces.push_back(grad ? grad
+                          : h.zeros(cast<RankedTensorType>(result.getType())));
+  dx[0] = ConcatOp::create(h.b, h.loc, pieces, op.getAxis());
+  return success();
+}
+LogicalResult gradient(SliceOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  SmallVector<int64_t> low, high;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (op.getSteps()[d] != 1)
+      return op.emitOpError("cannot differentiate a slice with step ")
+             << op.getSteps()[d] << " yet";
+    low.push_back(op.getStarts()[d]);
+    high.push_back(type.getDimSize(d) - op.getLimits()[d]);
+  }
+  dx[0] = PadOp::create(h.b, h.loc, g[0], low, high, PadMode::Constant,
+                        APFloat(0.0));
+  return success();
+}
+LogicalResult gradient(PadOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  if (op.getMode() != PadMode::Constant)
+    return op.emitOpError("cannot differentiate a pad in mode ")
+           << stringifyPadMode(op.getMode()) << " yet";
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  // The input's entries sit at [low, low + size) of the result; a negative
+  // amount cropped the input there instead, which pads the gradient back.
+  SmallVector<int64_t> starts, limits, steps(type.getRank(), 1);
+  SmallVector<int64_t> low, high;
+  bool crops = false;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    int64_t lo = op.getLow()[d], hi = op.getHigh()[d];
+    starts.push_back(std::max<int64_t>(lo, 0));
+    limits.push_back(starts.back() + type.getDimSize(d) +
+                     std::min<int64_t>(lo, 0) + std::min<int64_t>(hi, 0));
+    low.push_back(std::max<int64_t>(-lo, 0));
+    high.push_back(std::max<int64_t>(-hi, 0));
+    crops |= lo < 0 || hi < 0;
+  }
+  Value grad = SliceOp::create(h.b, h.loc, g[0], starts, limits, steps);
+  if (crops)
+    grad = PadOp::create(h.b, h.loc, grad, low, high, PadMode::Constant,
+                         APFloat(0.0));
+  dx[0] = grad;
+  return success();
+}
+LogicalResult gradient(GatherOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // Scatter-add the result's slices back to the rows they came from, so that
+  // repeated indices (a token seen twice) accumulate.
+  auto dataType = cast<RankedTensorType>(op.getInput().getType());
+  auto indexType = cast<RankedTensorType>(op.getIndices().getType());
+  int64_t axis = op.getAxis(), rank = dataType.getRank();
+  int64_t count = indexType.getNumElements();
+  SmallVector<int64_t> updateShape(dataType.getShape());
+  updateShape[axis] = count;
+  SmallVector<int64_t> indexShape(rank, 1);
+  indexShape[axis] = count;
+  Value updates = h.reshape(g[0], updateShape);
+  Value indices = h.reshape(op.getIndices(), indexShape);
+  indices = h.expandTo(indices, indexType.clone(updateShape));
+  dx[0] = ScatterElementsOp::create(h.b, h.loc, h.zeros(dataType), indices,
+                                    updates, (uint64_t)axis,
+                                    ScatterReduction::Add);
+  return success();
+}
+
+// Losses.
+/// `[N, 1, d...]`: a per-sample tensor of a `[N, C, d...]` loss input,
+/// broadcastable against it.
+SmallVector<int64_t> classShape(RankedTensorType inputType) {
+  SmallVector<int64_t> shape(inputType.getShape());
+  shape[1] = 1;
+  return shape;
+}
+
+/// What the gradients of the class-indexed losses share: per-sample class
+/// weights, the one-hot labels and the validity of each label.
+struct ClassLoss {
+  /// `[N, d...]`: the class weight at each label (1 without weights), 0
+  /// where the label is ignored.
+  Value sampleWeight;
+  /// `[N, C, d...]` one-hot labels (all-off rows for ignored labels).
+  Value oneHot;
+  /// `[N, d...]` 1 where the label counts, 0 where it is ignored.
+  Value valid;
+};
+
+ClassLoss classLoss(GradBuilder &h, Value labels, Value weight,
+                    std::optional<int64_t> ignoreIndex,
+                    RankedTensorType inputType) {
+  Type elementType = inputType.getElementType();
+  auto labelType = cast<RankedTensorType>(labels.getType());
+  ClassLoss result;
+  Value validMask;
+  if (ignoreIndex) {
+    Value ignored = ConstantOp::create(
+        h.b, h.loc,
+        cast<ElementsAttr>(DenseElementsAttr::get(
+            RankedTensorType::get({}, labelType.getElementType()),
+            h.b.getIntegerAttr(labelType.getElementType(), *ignoreIndex))));
+    Value isIgnored = EqualOp::create(h.b, h.loc, labels, ignored);
+    validMask = NotOp::create(h.b, h.loc, isIgnored);
+    // Ignored labels may be out of range for the lookups.
+    labels = h.where(isIgnored, h.zeros(labelType), labels);
+  }
+  Value one = h.expandTo(h.scalar(1.0, elementType),
+                         labelType.clone(elementType));
+  result.valid = validMask ? h.select(validMask, one) : one;
+  Value w = weight ? GatherOp::create(h.b, h.loc, weight, labels, (uint64_t)0)
+                         .getResult()
+                   : one;
+  result.sampleWeight = validMask ? h.select(validMask, w) : w;
+  auto valuesType = RankedTensorType::get({2}, elementType);
+  Value offOn = ConstantOp::create(
+      h.b, h.loc,
+      cast<ElementsAttr>(DenseElementsAttr::get(
+          valuesType, ArrayRef<Attribute>{h.b.getFloatAttr(elementType, 0.0),
+                                          h.b.getFloatAttr(elementType, 1.0)})));
+  Value oneHot = OneHotOp::create(h.b, h.loc, labels, offOn,
+                                  (uint64_t)inputType.getDimSize(1),
+                                  (uint64_t)1);
+  result.oneHot = h.mul(oneHot, h.reshape(result.valid, classShape(inputType)));
+  return result;
+}
+
+/// d(loss)/d(log-probabilities) of a negative log-likelihood: minus the
+/// one-hot labels scaled by each sample's weight and the reduction.
+Value nllInputGradient(GradBuilder &h, const ClassLoss &c, Value grad,
+                       LossReduction reduction, RankedTensorType inputType) {
+  Value factor = h.mul(c.sampleWeight, grad);
+  if (reduction == LossReduction::Mean)
+    factor = h.div(factor, h.sum(c.sampleWeight, {}, /*keepdims=*/false));
+  return h.neg(h.mul(c.oneHot, h.reshape(factor, classShape(inputType))));
+}
+
+/// d(loss)/d(class weights): each sample's unweighted loss `nll` [N, d...]
+/// (minus the mean loss, for `mean`) summed into its class.
+Value nllWeightGradient(GradBuilder &h, const ClassLoss &c, Value grad,
+                        Value nll, Value loss, LossReduction reduction,
+                        RankedTensorType inputType, Type weightType) {
+  Value perSample = h.mul(nll, grad);
+  if (reduction == LossReduction::Mean)
+    perSample = h.div(h.mul(h.sub(nll, loss), grad),
+                      h.sum(c.sampleWeight, {}, /*keepdims=*/false));
+  Value spread =
+      h.mul(c.oneHot, h.reshape(perSample, classShape(inputType)));
+  SmallVector<int64_t> axes;
+  for (int64_t d = 0; d < inputType.getRank(); ++d)
+    if (d != 1)
+      axes.push_back(d);
+  return h.reshape(h.sum(spread, axes), cast<RankedTensorType>(weightType)
+                                            .getShape());
+}
+
+/// Minus the log-probability at each label, `[N, d...]`.
+Value unweightedNll(GradBuilder &h, const ClassLoss &c, Value logProb) {
+  return h.neg(ReduceSumOp::create(h.b, h.loc, h.mul(c.oneHot, logProb),
+                                   ArrayRef<int64_t>{1}, false));
+}
+
+LogicalResult gradient(SoftmaxCrossEntropyOp op, GradBuilder &h,
+                       ArrayRef<Value> g, Grads &dx) {
+  Value logProb = op.getLogProb();
+  Value p = ExpOp::create(h.b, h.loc, logProb);
+  auto scoresType = cast<RankedTensorType>(op.getScores().getType());
+  ClassLoss c = classLoss(h, op.getLabels(), op.getWeight(),
+                          op.getIgnoreIndex(), scoresType);
+  Value grad;
+  if (g[0]) {
+    // Through log_softmax: d/dscores = dLogProb - p * sum(dLogProb).
+    Value dLogProb =
+        nllInputGradient(h, c, g[0], op.getReduction(), scoresType);
+    grad = h.sub(dLogProb, h.mul(p, h.sum(dLogProb, {1})));
+    if (Value weight = op.getWeight())
+      dx[2] = nllWeightGradient(h, c, g[0], unweightedNll(h, c, logProb),
+                                op.getLoss(), op.getReduction(), scoresType,
+                                weight.getType());
+  }
+  if (g[1]) {
+    Value viaLogProb = h.sub(g[1], h.mul(p, h.sum(g[1], {1})));
+    grad = grad ? h.add(grad, viaLogProb) : viaLogProb;
+  }
+  dx[0] = grad;
+  return success();
+}
+LogicalResult gradient(NllLossOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  auto inputType = cast<RankedTensorType>(op.getInput().getType());
+  ClassLoss c = classLoss(h, op.getTarget(), op.getWeight(),
+                          op.getIgnoreIndex(), inputType);
+  dx[0] = nllInputGradient(h, c, g[0], op.getReduction(), inputType);
+  if (Value weight = op.getWeight())
+    dx[2] = nllWeightGradient(h, c, g[0], unweightedNll(h, c, op.getInput()),
+                              op.getLoss(), op.getReduction(), inputType,
+                              weight.getType());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attachment
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+struct GradientModel
+    : public GradientOpInterface::ExternalModel<GradientModel<OpTy>, OpTy> {
+  LogicalResult buildGradient(Operation *op, OpBuilder &builder,
+                              ArrayRef<Value> resultGrads,
+                              SmallVectorImpl<Value> &operandGrads) const {
+    operandGrads.assign(op->getNumOperands(), Value());
+    // Results without a gradient contribute nothing.
+    bool any = llvm::any_of(resultGrads, [](Value v) { return v; });
+    if (!any)
+      return success();
+    GradBuilder helper{builder, op->getLoc()};
+    return gradient(cast<OpTy>(op), helper, resultGrads, operandGrads);
+  }
+};
+
+/// Piecewise-constant ops: their gradient is zero almost everywhere.
+template <typename OpTy>
+struct ZeroGradientModel
+    : public GradientOpInterface::ExternalModel<ZeroGradientModel<OpTy>, OpTy> {
+  LogicalResult buildGradient(Operation *op, OpBuilder &, ArrayRef<Value>,
+                              SmallVectorImpl<Value> &operandGrads) const {
+    operandGrads.assign(op->getNumOperands(), Value());
+    return success();
+  }
+};
+
+template <typename... Ops>
+void attach(MLIRContext *context) {
+  (Ops::template attachInterface<GradientModel<Ops>>(*context), ...);
+}
+template <typename... Ops>
+void attachZero(MLIRContext *context) {
+  (Ops::template attachInterface<ZeroGradientModel<Ops>>(*context), ...);
+}
+
+} // namespace
+
+void mlir::loom::registerGradientModels(MLIRContext *context) {
+  attach<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, SigmoidOp,
+         ReluOp, LeakyReluOp, AbsOp, ErfOp, GeluOp, SoftplusOp, SinOp, CosOp,
+         ClipOp, CastOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp,
+         WhereOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
+         ReduceMinOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, ReshapeOp,
+         TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, PadOp, GatherOp,
+         SoftmaxCrossEntropyOp, NllLossOp>(context);
+  attachZero<FloorOp, CeilOp, RoundOp, SignOp, ConstantOp>(context);
+}

@@ -1,0 +1,458 @@
+//===- BuildTrainStep.cpp - training and evaluation steps -----------------===//
+//
+// `loom-build-train-step`: from the forward function, builds
+// `train_step(params, optimizer state, step, batch) -> (loss, lr, params',
+// state', step + 1)` (loss, autodiff, clipping, schedule, optimizer) and
+// `eval_step(params, batch) -> loss`. See Passes.td for the semantics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/Transforms/Autodiff.h"
+
+#include "dialects/Loom/LoomOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/TypeUtilities.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include <cmath>
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMBUILDTRAINSTEPPASS
+#include "passes/Transforms/Passes.h.inc"
+
+namespace {
+
+/// Scalar (rank-0) arithmetic for hyperparameters and schedules.
+struct Scalars {
+  OpBuilder &b;
+  Location loc;
+  Type type;
+
+  Value constant(double v) {
+    auto t = RankedTensorType::get({}, type);
+    return ConstantOp::create(b, loc,
+                              cast<ElementsAttr>(DenseElementsAttr::get(
+                                  t, b.getFloatAttr(type, v))));
+  }
+  Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
+  Value div(Value x, Value y) { return DivOp::create(b, loc, x, y); }
+  Value min(Value x, Value y) { return MinOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return MaxOp::create(b, loc, x, y); }
+  Value mul(Value x, double c) { return mul(x, constant(c)); }
+  Value add(Value x, double c) { return add(x, constant(c)); }
+};
+
+/// The output of `func` called `name` (`loom.output`), or -1.
+int findOutput(func::FuncOp func, StringRef name) {
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto attr = func.getResultAttrOfType<StringAttr>(i, "loom.output"))
+      if (attr.getValue() == name)
+        return i;
+  return -1;
+}
+
+std::string outputName(func::FuncOp func, unsigned i) {
+  if (auto attr = func.getResultAttrOfType<StringAttr>(i, "loom.output"))
+    return attr.str();
+  return "output" + std::to_string(i);
+}
+
+struct LoomBuildTrainStepPass
+    : impl::LoomBuildTrainStepPassBase<LoomBuildTrainStepPass> {
+  using Base::Base;
+
+  func::FuncOp forward;
+  StringRef lossKind, lossInput;
+
+  LogicalResult checkOptions() {
+    ModuleOp module = getOperation();
+    if (!entry.empty()) {
+      forward = module.lookupSymbol<func::FuncOp>(entry);
+      if (!forward)
+        return module.emitError("no function @") << entry << " to train";
+    } else {
+      for (auto func : module.getOps<func::FuncOp>()) {
+        if (!func.isPublic() || func.isExternal())
+          continue;
+        if (forward)
+          return module.emitError("the module has several public functions; "
+                                  "name the forward one with entry=NAME");
+        forward = func;
+      }
+      if (!forward)
+        return module.emitError("the module has no public function to train");
+    }
+    if (!loss.empty()) {
+      std::tie(lossKind, lossInput) = StringRef(loss).split(':');
+      if ((lossKind != "cross-entropy" && lossKind != "mse") ||
+          lossInput.empty())
+        return module.emitError("unknown loss '")
+               << loss << "' (expected cross-entropy:LABELS or mse:TARGET)";
+    }
+    if (optimizer != "sgd" && optimizer != "adam" && optimizer != "adamw")
+      return module.emitError("unknown optimizer '")
+             << optimizer << "' (expected sgd, adam or adamw)";
+    if (schedule != "constant" && schedule != "warmup" && schedule != "cosine")
+      return module.emitError("unknown learning-rate schedule '")
+             << schedule << "' (expected constant, warmup or cosine)";
+    if (schedule == "cosine" && totalSteps <= warmupSteps)
+      return module.emitError("the cosine schedule needs total-steps (")
+             << totalSteps << ") greater than warmup-steps (" << warmupSteps
+             << ")";
+    if (lr <= 0 || momentum < 0 || clipNorm < 0 || warmupSteps < 0)
+      return module.emitError("lr must be positive and momentum, clip-norm "
+                              "and warmup-steps not negative");
+    if (nesterov && (optimizer != "sgd" || momentum <= 0))
+      return module.emitError("nesterov needs the sgd optimizer with a "
+                              "positive momentum");
+    if (weightDecay < 0)
+      weightDecay = optimizer == "adamw" ? 0.01 : 0.0;
+    return success();
+  }
+
+  /// Clones the forward function as `name` and computes the loss in it,
+  /// adding the labels/target argument an attached loss needs. Returns the
+  /// loss value; the clone's terminator is left in place.
+  FailureOr<Value> cloneWithLoss(StringRef name, func::FuncOp &clone) {
+    OpBuilder builder(forward);
+    builder.setInsertionPointAfter(forward);
+    clone = cast<func::FuncOp>(builder.clone(*forward));
+    clone.setSymName(name);
+    auto ret = cast<func::ReturnOp>(clone.getBody().front().back());
+    builder.setInsertionPoint(ret);
+    Location loc = ret.getLoc();
+
+    if (!lossKind.empty()) {
+      int index = lossOutput.empty() ? 0 : findOutput(clone, lossOutput);
+      if (index < 0 || (unsigned)index >= clone.getNumResults())
+        return clone.emitError("the model has no output '")
+               << lossOutput << "' to attach the loss to";
+      Value output = ret.getOperand(index);
+      auto type = cast<RankedTensorType>(output.getType());
+      if (!isa<FloatType>(type.getElementType()))
+        return clone.emitError("output '")
+               << outputName(clone, index)
+               << "' is not floating-point; cannot attach a loss to it";
+      auto inputAttr = builder.getDictionaryAttr(builder.getNamedAttr(
+          "loom.input", builder.getStringAttr(lossInput)));
+      if (lossKind == "cross-entropy") {
+        if (type.getRank() < 2)
+          return clone.emitError("cross-entropy needs logits of shape [N, C, "
+                                 "...]; output '")
+                 << outputName(clone, index) << "' is " << type;
+        SmallVector<int64_t> labelShape(type.getShape());
+        labelShape.erase(labelShape.begin() + 1);
+        auto labelType =
+            RankedTensorType::get(labelShape, builder.getI64Type());
+        unsigned argIndex = clone.getNumArguments();
+        (void)clone.insertArgument(argIndex, labelType, inputAttr, loc);
+        return SoftmaxCrossEntropyOp::create(
+                   builder, loc, output, clone.getArgument(argIndex), Value(),
+                   LossReduction::Mean, IntegerAttr())
+            .getLoss();
+      }
+      unsigned argIndex = clone.getNumArguments();
+      (void)clone.insertArgument(argIndex, type, inputAttr, loc);
+      Value diff = SubOp::create(builder, loc, output,
+                                 clone.getArgument(argIndex));
+      return ReduceMeanOp::create(builder, loc,
+                                  MulOp::create(builder, loc, diff, diff),
+                                  ArrayRef<int64_t>{}, false)
+          .getResult();
+    }
+
+    int index = -1;
+    if (!lossOutput.empty()) {
+      index = findOutput(clone, lossOutput);
+      if (index < 0)
+        return clone.emitError("the model has no output '")
+               << lossOutput << "' to use as the loss";
+    } else {
+      for (unsigned i = 0; i < clone.getNumResults(); ++i) {
+        auto type = dyn_cast<RankedTensorType>(clone.getResultTypes()[i]);
+        if (!type || !type.hasStaticShape() || type.getNumElements() != 1 ||
+            !isa<FloatType>(type.getElementType()))
+          continue;
+        if (index >= 0)
+          return clone.emitError("the model has several scalar outputs ('")
+                 << outputName(clone, index) << "', '" << outputName(clone, i)
+                 << "'); choose the loss with --loss-output";
+        index = i;
+      }
+      if (index < 0)
+        return clone.emitError(
+            "the model has no scalar floating-point output to use as the "
+            "loss; attach one with --loss=cross-entropy:LABELS or "
+            "--loss=mse:TARGET");
+    }
+    Value lossValue = ret.getOperand(index);
+    auto type = cast<RankedTensorType>(lossValue.getType());
+    if (type.getNumElements() != 1 || !isa<FloatType>(type.getElementType()))
+      return clone.emitError("output '")
+             << outputName(clone, index)
+             << "' is not a floating-point scalar and cannot be the loss";
+    if (type.getRank() != 0)
+      lossValue = ReshapeOp::create(builder, loc, type.clone({}), lossValue);
+    return lossValue;
+  }
+
+  /// Replaces the clone's results by `results` with `attrs`.
+  void setResults(func::FuncOp func, ArrayRef<Value> results,
+                  ArrayRef<DictionaryAttr> attrs) {
+    auto ret = cast<func::ReturnOp>(func.getBody().front().back());
+    OpBuilder builder(ret);
+    func::ReturnOp::create(builder, ret.getLoc(), results);
+    ret.erase();
+    func.setFunctionType(builder.getFunctionType(
+        func.getArgumentTypes(), ValueRange(results).getTypes()));
+    func.setAllResultAttrs(attrs);
+    IRRewriter rewriter(builder);
+    (void)runRegionDCE(rewriter, func.getBody());
+  }
+
+  DictionaryAttr outputAttr(OpBuilder &b, StringRef name,
+                            StringRef updates = {}) {
+    SmallVector<NamedAttribute> attrs{
+        b.getNamedAttr("loom.output", b.getStringAttr(name))};
+    if (!updates.empty())
+      attrs.push_back(b.getNamedAttr("loom.update", b.getStringAttr(updates)));
+    return b.getDictionaryAttr(attrs);
+  }
+
+  /// Adds a zero-initialized optimizer-state argument shaped like `like`.
+  Value addState(func::FuncOp func, Type type, StringRef name) {
+    OpBuilder b(func);
+    auto attrs = b.getDictionaryAttr(
+        b.getNamedAttr("loom.state", b.getStringAttr(name)));
+    unsigned index = func.getNumArguments();
+    (void)func.insertArgument(index, type, attrs, func.getLoc());
+    return func.getArgument(index);
+  }
+
+  /// The learning rate at 0-based step `s` (an f32 scalar).
+  Value learningRate(Scalars &s, Value step) {
+    Value base = s.constant(lr);
+    if (schedule == "constant")
+      return base;
+    Value warm = base;
+    if (warmupSteps > 0)
+      warm = s.mul(base, s.min(s.constant(1.0),
+                               s.mul(s.add(step, 1.0), 1.0 / warmupSteps)));
+    if (schedule == "warmup")
+      return warm;
+    // Cosine decay from lr at the end of warmup to min-lr at total-steps.
+    Value progress = s.mul(s.add(step, -(double)warmupSteps),
+                           1.0 / (double)(totalSteps - warmupSteps));
+    progress = s.min(s.max(progress, s.constant(0.0)), s.constant(1.0));
+    Value cosine = CosOp::create(s.b, s.loc, s.mul(progress, M_PI));
+    Value decayed = s.add(s.mul(s.add(cosine, 1.0), 0.5 * (lr - minLr)), minLr);
+    if (warmupSteps == 0)
+      return decayed;
+    Value inWarmup = LessOp::create(s.b, s.loc, step,
+                                    s.constant((double)warmupSteps));
+    return WhereOp::create(s.b, s.loc, inWarmup, warm, decayed);
+  }
+
+  void runOnOperation() override {
+    if (failed(checkOptions()))
+      return signalPassFailure();
+    ModuleOp module = getOperation();
+    if (module.lookupSymbol("train_step") || module.lookupSymbol("eval_step")) {
+      module.emitError("the module already has a train_step or eval_step");
+      return signalPassFailure();
+    }
+
+    // eval_step: the forward pass and the loss.
+    func::FuncOp eval;
+    FailureOr<Value> evalLoss = cloneWithLoss("eval_step", eval);
+    if (failed(evalLoss))
+      return signalPassFailure();
+    OpBuilder b(module.getContext());
+    setResults(eval, {*evalLoss}, {outputAttr(b, "loss")});
+
+    // train_step: forward, loss, gradients, optimizer.
+    func::FuncOp train;
+    FailureOr<Value> lossValue = cloneWithLoss("train_step", train);
+    if (failed(lossValue))
+      return signalPassFailure();
+    auto ret = cast<func::ReturnOp>(train.getBody().front().back());
+    Location loc = ret.getLoc();
+
+    SmallVector<Value> params;
+    SmallVector<std::string> names;
+    for (BlockArgument arg : train.getArguments()) {
+      auto name = train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                     "loom.param");
+      if (name && isa<FloatType>(getElementTypeOrSelf(arg.getType()))) {
+        params.push_back(arg);
+        names.push_back(name.str());
+      }
+    }
+    b.setInsertionPoint(ret);
+    FailureOr<SmallVector<Value>> grads =
+        buildGradients(b, *lossValue, params);
+    if (failed(grads))
+      return signalPassFailure();
+
+    SmallVector<unsigned> trainable;
+    for (unsigned i = 0; i < params.size(); ++i)
+      if ((*grads)[i])
+        trainable.push_back(i);
+    if (trainable.empty()) {
+      train.emitError("the loss depends on no floating-point parameter; "
+                      "there is nothing to train");
+      return signalPassFailure();
+    }
+
+    Type f32 = b.getF32Type();
+    Scalars s{b, loc, f32};
+    auto toF32 = [&](Value v) -> Value {
+      if (getElementTypeOrSelf(v.getType()) == f32)
+        return v;
+      return CastOp::create(b, loc, cast<RankedTensorType>(v.getType())
+                                        .clone(f32), v);
+    };
+    auto like = [&](Value scalar, Value tensor) -> Value {
+      Type element = getElementTypeOrSelf(tensor.getType());
+      if (element == f32)
+        return scalar;
+      return CastOp::create(b, loc, RankedTensorType::get({}, element),
+                            scalar);
+    };
+
+    // Step counter and learning rate.
+    auto stepType = RankedTensorType::get({}, b.getI64Type());
+    Value step = addState(train, stepType, "step");
+    b.setInsertionPoint(ret);
+    Value stepF = CastOp::create(b, loc, RankedTensorType::get({}, f32), step);
+    Value rate = learningRate(s, stepF);
+
+    // Global-norm clipping.
+    if (clipNorm > 0) {
+      Value total = s.constant(0.0);
+      for (unsigned i : trainable) {
+        Value g = (*grads)[i];
+        total = s.add(total, toF32(ReduceSumOp::create(
+                                 b, loc, MulOp::create(b, loc, g, g),
+                                 ArrayRef<int64_t>{}, false)));
+      }
+      Value norm = SqrtOp::create(b, loc, total);
+      Value coef = s.min(s.div(s.constant(clipNorm), s.add(norm, 1e-6)),
+                         s.constant(1.0));
+      for (unsigned i : trainable)
+        (*grads)[i] = MulOp::create(b, loc, (*grads)[i], like(coef, params[i]));
+    }
+
+    SmallVector<Value> results{*lossValue, rate};
+    SmallVector<DictionaryAttr> attrs{outputAttr(b, "loss"),
+                                      outputAttr(b, "lr")};
+    SmallVector<Value> stateResults;
+    SmallVector<DictionaryAttr> stateAttrs;
+    Value t = s.add(stepF, 1.0); // 1-based step for Adam's bias correction
+    for (unsigned i : trainable) {
+      Value p = params[i], g = (*grads)[i];
+      StringRef name = names[i];
+      auto c = [&](Value scalar) { return like(scalar, p); };
+      auto mul = [&](Value x, Value y) -> Value {
+        return MulOp::create(b, loc, x, y);
+      };
+      auto addv = [&](Value x, Value y) -> Value {
+        return AddOp::create(b, loc, x, y);
+      };
+      Value lrP = c(rate);
+      Value updated;
+      if (optimizer == "sgd") {
+        if (weightDecay != 0)
+          g = addv(g, mul(p, c(s.constant(weightDecay))));
+        Value direction = g;
+        if (momentum > 0) {
+          Value buf = addState(train, p.getType(), name.str() + ".momentum");
+          b.setInsertionPoint(ret);
+          Value next = addv(mul(buf, c(s.constant(momentum))), g);
+          stateResults.push_back(next);
+          stateAttrs.push_back(outputAttr(b, name.str() + ".momentum.next",
+                                          name.str() + ".momentum"));
+          direction =
+              nesterov ? addv(g, mul(next, c(s.constant(momentum)))) : next;
+        }
+        updated = SubOp::create(b, loc, p, mul(direction, lrP));
+      } else {
+        Value m = addState(train, p.getType(), name.str() + ".exp_avg");
+        Value v = addState(train, p.getType(), name.str() + ".exp_avg_sq");
+        b.setInsertionPoint(ret);
+        if (optimizer == "adamw" && weightDecay != 0)
+          p = mul(p, c(s.sub(s.constant(1.0), s.mul(rate, weightDecay))));
+        else if (weightDecay != 0)
+          g = addv(g, mul(p, c(s.constant(weightDecay))));
+        Value m2 = addv(mul(m, c(s.constant(beta1))),
+                        mul(g, c(s.constant(1.0 - beta1))));
+        Value v2 = addv(mul(v, c(s.constant(beta2))),
+                        mul(mul(g, g), c(s.constant(1.0 - beta2))));
+        Value bc1 = s.sub(s.constant(1.0),
+                          PowOp::create(b, loc, s.constant(beta1), t));
+        Value bc2 = s.sub(s.constant(1.0),
+                          PowOp::create(b, loc, s.constant(beta2), t));
+        Value stepSize = s.div(rate, bc1);
+        Value denom = addv(DivOp::create(b, loc, SqrtOp::create(b, loc, v2),
+                                         c(SqrtOp::create(b, loc, bc2))),
+                           c(s.constant(epsilon)));
+        updated = SubOp::create(
+            b, loc, p, mul(DivOp::create(b, loc, m2, denom), c(stepSize)));
+        stateResults.append({m2, v2});
+        stateAttrs.push_back(outputAttr(b, name.str() + ".exp_avg.next",
+                                        name.str() + ".exp_avg"));
+        stateAttrs.push_back(outputAttr(b, name.str() + ".exp_avg_sq.next",
+                                        name.str() + ".exp_avg_sq"));
+      }
+      results.push_back(updated);
+      attrs.push_back(outputAttr(b, name.str() + ".next", name));
+    }
+    results.append(stateResults);
+    attrs.append(stateAttrs);
+    Value one = ConstantOp::create(
+        b, loc,
+        cast<ElementsAttr>(DenseElementsAttr::get(
+            stepType, b.getIntegerAttr(b.getI64Type(), 1))));
+    results.push_back(AddOp::create(b, loc, step, one));
+    attrs.push_back(outputAttr(b, "step.next", "step"));
+    setResults(train, results, attrs);
+
+    // The configuration, for the bundle's manifest.
+    SmallVector<NamedAttribute> config{
+        b.getNamedAttr("optimizer", b.getStringAttr(optimizer)),
+        b.getNamedAttr("lr", b.getF64FloatAttr(lr)),
+        b.getNamedAttr("weight_decay", b.getF64FloatAttr(weightDecay)),
+        b.getNamedAttr("schedule", b.getStringAttr(schedule)),
+        b.getNamedAttr("warmup_steps", b.getI64IntegerAttr(warmupSteps)),
+        b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
+        b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr)),
+        b.getNamedAttr("clip_norm", b.getF64FloatAttr(clipNorm)),
+        b.getNamedAttr("forward", b.getStringAttr(forward.getSymName())),
+        b.getNamedAttr("train_entry", b.getStringAttr("train_step")),
+        b.getNamedAttr("eval_entry", b.getStringAttr("eval_step"))};
+    if (optimizer == "sgd") {
+      config.push_back(b.getNamedAttr("momentum", b.getF64FloatAttr(momentum)));
+      config.push_back(b.getNamedAttr("nesterov", b.getBoolAttr(nesterov)));
+    } else {
+      config.push_back(b.getNamedAttr("beta1", b.getF64FloatAttr(beta1)));
+      config.push_back(b.getNamedAttr("beta2", b.getF64FloatAttr(beta2)));
+      config.push_back(b.getNamedAttr("epsilon", b.getF64FloatAttr(epsilon)));
+    }
+    if (!loss.empty())
+      config.push_back(b.getNamedAttr("loss", b.getStringAttr(loss)));
+    else
+      config.push_back(b.getNamedAttr(
+          "loss_output",
+          b.getStringAttr(lossOutput.empty() ? std::string("(the scalar output)")
+                                             : std::string(lossOutput))));
+    module->setAttr("loom.training", b.getDictionaryAttr(config));
+  }
+};
+
+} // namespace
+} // namespace mlir::loom

@@ -1,0 +1,198 @@
+// Every gradient Loom defines, compiled and checked in float64 against
+// central finite differences of the compiled forward function. Inputs are
+// drawn from [0.2, 1.2); functions shift them where an op has a kink or a
+// restricted domain. Each function weights its result by a fixed, uneven
+// tensor before summing, so that symmetric errors cannot cancel.
+//
+// RUN: loom-opt %s --loom-differentiate -o %t.mlir
+// RUN: loomc %t.mlir -o %t.loom
+// RUN: gradcheck %t.loom | FileCheck %s
+//
+// CHECK-NOT: FAIL
+// CHECK: [[N:[0-9]+]] functions checked, 0 failed
+
+#w43 = dense<[[0.3, -1.2, 0.7], [1.1, 0.2, -0.5], [-0.8, 0.9, 0.4], [0.6, -0.3, 1.3]]> : tensor<4x3xf64>
+
+// CHECK-DAG: unary_math: ok
+func.func @unary_math(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %0 = loom.exp %x : tensor<4x3xf64>
+  %1 = loom.log %x : tensor<4x3xf64>
+  %2 = loom.sqrt %x : tensor<4x3xf64>
+  %3 = loom.rsqrt %x : tensor<4x3xf64>
+  %4 = loom.reciprocal %x : tensor<4x3xf64>
+  %5 = loom.neg %x : tensor<4x3xf64>
+  %a = loom.add %0, %1 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %b = loom.add %2, %3 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %c = loom.add %4, %5 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %d = loom.mul %a, %b : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %e = loom.mul %d, %c : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %f = loom.mul %e, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %f {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: activations: ok
+func.func @activations(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %half = loom.constant dense<0.71> : tensor<f64>
+  %s = loom.sub %x, %half : (tensor<4x3xf64>, tensor<f64>) -> tensor<4x3xf64>
+  %0 = loom.tanh %s : tensor<4x3xf64>
+  %1 = loom.sigmoid %s : tensor<4x3xf64>
+  %2 = loom.relu %s : tensor<4x3xf64>
+  %3 = loom.leaky_relu %s {alpha = 0.1 : f64} : tensor<4x3xf64>
+  %4 = loom.abs %s : tensor<4x3xf64>
+  %5 = loom.erf %s : tensor<4x3xf64>
+  %6 = loom.gelu %s : tensor<4x3xf64>
+  %7 = loom.gelu %s {approximate} : tensor<4x3xf64>
+  %8 = loom.softplus %s : tensor<4x3xf64>
+  %9 = loom.sin %s : tensor<4x3xf64>
+  %10 = loom.cos %s : tensor<4x3xf64>
+  %11 = loom.clip %s {min = -0.3 : f64, max = 0.25 : f64} : tensor<4x3xf64>
+  %a = loom.mul %0, %1 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %b = loom.add %2, %3 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %c = loom.mul %4, %5 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %d = loom.add %6, %7 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %e = loom.mul %8, %9 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %f = loom.add %10, %11 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %g = loom.add %a, %b : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %h = loom.add %c, %d : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %i = loom.mul %e, %f : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %j = loom.add %g, %h : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %k = loom.add %j, %i : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %l = loom.mul %k, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %l {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: broadcasting: ok
+func.func @broadcasting(%x: tensor<4x3xf64>, %row: tensor<3xf64>, %col: tensor<4x1xf64>, %s: tensor<f64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %0 = loom.add %x, %row : (tensor<4x3xf64>, tensor<3xf64>) -> tensor<4x3xf64>
+  %1 = loom.sub %col, %0 : (tensor<4x1xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %2 = loom.mul %1, %row : (tensor<4x3xf64>, tensor<3xf64>) -> tensor<4x3xf64>
+  %3 = loom.div %2, %col : (tensor<4x3xf64>, tensor<4x1xf64>) -> tensor<4x3xf64>
+  %4 = loom.div %s, %3 : (tensor<f64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %5 = loom.pow %x, %row : (tensor<4x3xf64>, tensor<3xf64>) -> tensor<4x3xf64>
+  %6 = loom.max %x, %col : (tensor<4x3xf64>, tensor<4x1xf64>) -> tensor<4x3xf64>
+  %7 = loom.min %x, %row : (tensor<4x3xf64>, tensor<3xf64>) -> tensor<4x3xf64>
+  %a = loom.add %3, %4 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %b = loom.mul %5, %6 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %c = loom.add %a, %b : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %d = loom.add %c, %7 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %e = loom.mul %d, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %e {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: where_mask: ok
+func.func @where_mask(%x: tensor<4x3xf64>, %y: tensor<3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %c = loom.constant dense<[[true, false, true], [false, false, true], [true, true, false], [false, true, true]]> : tensor<4x3xi1>
+  %0 = loom.where %c, %x, %y : (tensor<4x3xi1>, tensor<4x3xf64>, tensor<3xf64>) -> tensor<4x3xf64>
+  %1 = loom.mul %0, %0 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %2 = loom.mul %1, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: matmuls: ok
+func.func @matmuls(%a: tensor<4x3xf64>, %b: tensor<3x5xf64>, %at: tensor<3x4xf64>, %bt: tensor<5x3xf64>, %batch: tensor<2x4x3xf64>) -> tensor<f64> {
+  %0 = loom.matmul %a, %b : (tensor<4x3xf64>, tensor<3x5xf64>) -> tensor<4x5xf64>
+  %1 = loom.matmul %at, %b {transpose_lhs} : (tensor<3x4xf64>, tensor<3x5xf64>) -> tensor<4x5xf64>
+  %2 = loom.matmul %a, %bt {transpose_rhs} : (tensor<4x3xf64>, tensor<5x3xf64>) -> tensor<4x5xf64>
+  %3 = loom.matmul %at, %bt {transpose_lhs, transpose_rhs} : (tensor<3x4xf64>, tensor<5x3xf64>) -> tensor<4x5xf64>
+  %4 = loom.matmul %batch, %b : (tensor<2x4x3xf64>, tensor<3x5xf64>) -> tensor<2x4x5xf64>
+  %s0 = loom.mul %0, %1 : (tensor<4x5xf64>, tensor<4x5xf64>) -> tensor<4x5xf64>
+  %s1 = loom.mul %2, %3 : (tensor<4x5xf64>, tensor<4x5xf64>) -> tensor<4x5xf64>
+  %s2 = loom.add %s0, %s1 : (tensor<4x5xf64>, tensor<4x5xf64>) -> tensor<4x5xf64>
+  %s3 = loom.mul %4, %s2 : (tensor<2x4x5xf64>, tensor<4x5xf64>) -> tensor<2x4x5xf64>
+  %r = loom.reduce_sum %s3 {axes = array<i64>} : (tensor<2x4x5xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: reductions: ok
+func.func @reductions(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %y = loom.mul %x, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %0 = loom.reduce_sum %y {axes = array<i64: 1>} : (tensor<4x3xf64>) -> tensor<4xf64>
+  %1 = loom.reduce_mean %y {axes = array<i64: 0>, keepdims} : (tensor<4x3xf64>) -> tensor<1x3xf64>
+  %2 = loom.reduce_max %y {axes = array<i64: 1>} : (tensor<4x3xf64>) -> tensor<4xf64>
+  %3 = loom.reduce_min %y {axes = array<i64: 0>} : (tensor<4x3xf64>) -> tensor<3xf64>
+  %a = loom.mul %0, %2 : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  %b = loom.mul %1, %3 : (tensor<1x3xf64>, tensor<3xf64>) -> tensor<1x3xf64>
+  %c = loom.reduce_sum %a {axes = array<i64>} : (tensor<4xf64>) -> tensor<f64>
+  %d = loom.reduce_sum %b {axes = array<i64>} : (tensor<1x3xf64>) -> tensor<f64>
+  %r = loom.add %c, %d : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: softmaxes: ok
+func.func @softmaxes(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %0 = loom.softmax %x {axis = 1 : i64} : tensor<4x3xf64>
+  %1 = loom.log_softmax %x {axis = 0 : i64} : tensor<4x3xf64>
+  %2 = loom.add %0, %1 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %3 = loom.mul %2, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %3 {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: layer_norm: ok
+func.func @layer_norm(%x: tensor<4x3xf64>, %scale: tensor<3xf64>, %bias: tensor<3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %0:3 = loom.layer_norm %x, %scale, %bias {axis = 1 : i64, epsilon = 1.0e-5 : f64} : (tensor<4x3xf64>, tensor<3xf64>, tensor<3xf64>) -> (tensor<4x3xf64>, tensor<4x1xf64>, tensor<4x1xf64>)
+  %1 = loom.mul %0#0, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %2 = loom.mul %1, %0#0 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: data_movement: ok
+func.func @data_movement(%x: tensor<4x3xf64>, %row: tensor<1x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %0 = loom.reshape %x : tensor<4x3xf64> -> tensor<2x6xf64>
+  %1 = loom.reshape %0 : tensor<2x6xf64> -> tensor<4x3xf64>
+  %2 = loom.transpose %1 {perm = array<i64: 1, 0>} : tensor<4x3xf64> -> tensor<3x4xf64>
+  %3 = loom.transpose %2 {perm = array<i64: 1, 0>} : tensor<3x4xf64> -> tensor<4x3xf64>
+  %4 = loom.expand %row : tensor<1x3xf64> -> tensor<4x3xf64>
+  %5 = loom.concat %3, %4 {axis = 0 : i64} : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<8x3xf64>
+  %6:2 = loom.split %5 {axis = 0 : i64, sizes = array<i64: 3, 5>} : (tensor<8x3xf64>) -> (tensor<3x3xf64>, tensor<5x3xf64>)
+  %7 = loom.slice %6#1 {starts = array<i64: 1, 0>, limits = array<i64: 5, 3>, steps = array<i64: 1, 1>} : tensor<5x3xf64> -> tensor<4x3xf64>
+  %8 = loom.pad %6#0 constant {low = array<i64: 1, 0>, high = array<i64: 0, 0>} : tensor<3x3xf64> -> tensor<4x3xf64>
+  %9 = loom.mul %7, %8 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %10 = loom.mul %9, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %10 {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: embedding: ok
+func.func @embedding(%table: tensor<5x3xf64>) -> tensor<f64> {
+  %idx = loom.constant dense<[[1, 4, 1], [0, 1, 3]]> : tensor<2x3xi64>
+  %c = loom.constant dense<[0.5, -1.5, 2.0]> : tensor<3xf64>
+  %0 = loom.gather %table, %idx {axis = 0 : i64} : (tensor<5x3xf64>, tensor<2x3xi64>) -> tensor<2x3x3xf64>
+  %1 = loom.mul %0, %0 : (tensor<2x3x3xf64>, tensor<2x3x3xf64>) -> tensor<2x3x3xf64>
+  %2 = loom.mul %1, %c : (tensor<2x3x3xf64>, tensor<3xf64>) -> tensor<2x3x3xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<2x3x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: cross_entropy: ok
+func.func @cross_entropy(%scores: tensor<4x3xf64>, %weight: tensor<3xf64>) -> tensor<f64> {
+  %labels = loom.constant dense<[2, 0, -100, 1]> : tensor<4xi64>
+  %0:2 = loom.softmax_cross_entropy mean %scores, %labels, %weight {ignore_index = -100 : i64} : (tensor<4x3xf64>, tensor<4xi64>, tensor<3xf64>) -> (tensor<f64>, tensor<4x3xf64>)
+  %1:2 = loom.softmax_cross_entropy sum %scores, %labels {ignore_index = -100 : i64} : (tensor<4x3xf64>, tensor<4xi64>) -> (tensor<f64>, tensor<4x3xf64>)
+  %r = loom.add %0#0, %1#0 : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: nll: ok
+func.func @nll(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %labels = loom.constant dense<[2, 0, 0, 1]> : tensor<4xi64>
+  %c = loom.constant dense<[1.0, -2.0, 0.5, 3.0]> : tensor<4xf64>
+  %0 = loom.log_softmax %x {axis = 1 : i64} : tensor<4x3xf64>
+  %1 = loom.nll_loss none %0, %labels : (tensor<4x3xf64>, tensor<4xi64>) -> tensor<4xf64>
+  %2 = loom.mul %1, %c : (tensor<4xf64>, tensor<4xf64>) -> tensor<4xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<4xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
