@@ -1,9 +1,10 @@
 //===- loom-run.cpp - runs Loom bundles -----------------------------------===//
 //
 //   loom-run infer model.loom --input NAME=FILE.npy ... --output-dir DIR
+//   loom-run train model.loom --data NAME=FILE.npy ... (see Train.cpp)
 //
-// Binds .npy files to a bundle's inputs through libloomrt's C API, runs the
-// entry point and writes every output as DIR/<output name>.npy.
+// `infer` binds .npy files to a bundle's inputs through libloomrt's C API,
+// runs the entry point and writes every output as DIR/<output name>.npy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -169,11 +170,16 @@ static int runInfer() {
   return 0;
 }
 
+extern cl::SubCommand trainCommand;
+int runTrain();
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv,
                               "loom-run: runs models compiled by loomc\n");
   if (inferCommand)
     return runInfer();
-  return fail("expected a command: infer (see loom-run --help)");
+  if (trainCommand)
+    return runTrain();
+  return fail("expected a command: infer or train (see loom-run --help)");
 }

@@ -272,6 +272,18 @@ LogicalResult GraphImporter::fixInputShapes(onnx::GraphProto &graph,
     if (!used.contains(entry.getKey()))
       return emitError(loc) << "--input-shape names \"" << entry.getKey()
                             << "\", which is not an input of the model";
+  // Shapes recorded by the exporter for intermediate values and outputs were
+  // inferred from the old input shapes; shape inference recomputes them.
+  if (!used.empty()) {
+    graph.clear_value_info();
+    for (auto &output : *graph.mutable_output())
+      if (output.type().has_tensor_type())
+        for (auto &dim : *output.mutable_type()
+                              ->mutable_tensor_type()
+                              ->mutable_shape()
+                              ->mutable_dim())
+          dim.clear_dim_value();
+  }
   return success();
 }
 

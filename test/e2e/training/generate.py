@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""Generate the training-trajectory fixtures of Loom's tests with PyTorch.
+
+Usage:  python3 test/e2e/training/generate.py
+
+For each model below: export the forward function (or, for the GPT-style
+decoder, the forward function *with its loss*) to ONNX with its initial
+parameters, then train the PyTorch model itself for 10 steps on one fixed
+batch with each optimizer configuration and save
+
+  <model>.onnx                     the model Loom compiles (loomc --train)
+  <model>.in.<input>.npy           the batch
+  <model>.<config>.losses.npy      PyTorch's loss at every step (float64)
+  <model>.<config>.<param>.npy     PyTorch's parameters after the 10 steps
+
+Constant folding is off in the export so that every ONNX initializer is a
+PyTorch parameter under its own name. The script is deterministic
+(``torch.manual_seed``, fixed numpy seeds); test/e2e/training.test holds the
+loomc flags that match each configuration.
+"""
+
+import inspect
+import math
+import os
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export.*")
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
+from generate import GPT  # noqa: E402  (the decoder of the inference fixtures)
+
+STEPS = 10
+_EXPORT_HAS_DYNAMO = "dynamo" in inspect.signature(torch.onnx.export).parameters
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 64)
+        self.fc3 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        x = torch.tanh(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class GPTWithLoss(nn.Module):
+    """The decoder with its next-token loss inside the exported graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.gpt = GPT(vocab=64, seq_len=16, d_model=32, n_heads=2, n_layers=2)
+
+    def forward(self, tokens, targets):
+        logits = self.gpt(tokens)
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def warmup_cosine(warmup, total, base, final):
+    """Loom's schedule (loom-build-train-step) as a LambdaLR factor of step s."""
+
+    def factor(s):
+        if s < warmup:
+            return min(1.0, (s + 1) / warmup)
+        progress = min(max((s - warmup) / (total - warmup), 0.0), 1.0)
+        return (final + (base - final) * 0.5 * (1 + math.cos(math.pi * progress))) / base
+
+    return factor
+
+
+# name -> (optimizer factory, schedule factory or None, clip norm or None)
+CONFIGS = {
+    "sgd": (lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, weight_decay=1e-4), None, None),
+    "nesterov": (
+        lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, nesterov=True),
+        None,
+        None,
+    ),
+    "adamw": (lambda p: torch.optim.AdamW(p, lr=3e-3, weight_decay=0.01), None, None),
+    "adamw_cosine_clip": (
+        lambda p: torch.optim.AdamW(p, lr=3e-3, weight_decay=0.01),
+        lambda o: torch.optim.lr_scheduler.LambdaLR(o, warmup_cosine(3, 10, 3e-3, 3e-4)),
+        0.5,
+    ),
+}
+
+
+def export(model, name, args, input_names, output_names, opset):
+    path = os.path.join(HERE, name + ".onnx")
+    kw = dict(
+        input_names=input_names,
+        output_names=output_names,
+        opset_version=opset,
+        do_constant_folding=False,
+    )
+    if _EXPORT_HAS_DYNAMO:
+        kw["dynamo"] = False
+    with torch.no_grad():
+        torch.onnx.export(model, args, path, **kw)
+    m = onnx.load(path)
+    onnx.checker.check_model(m, full_check=True)
+    inits = {i.name for i in m.graph.initializer}
+    params = {n for n, p in model.named_parameters()}
+    missing = params - inits
+    assert not missing, f"{name}: parameters not initializers: {missing}"
+    for iname, a in zip(input_names, args):
+        np.save(os.path.join(HERE, f"{name}.in.{iname}.npy"), a.numpy())
+    print(f"{name}: {os.path.getsize(path)} bytes, {len(m.graph.node)} nodes")
+
+
+def trajectories(make_model, name, loss_fn, configs):
+    for config in configs:
+        opt_factory, sched_factory, clip = CONFIGS[config]
+        model = make_model()
+        opt = opt_factory(model.parameters())
+        sched = sched_factory(opt) if sched_factory else None
+        losses = []
+        for _ in range(STEPS):
+            opt.zero_grad()
+            loss = loss_fn(model)
+            loss.backward()
+            if clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+            if sched:
+                sched.step()
+            losses.append(loss.item())
+        np.save(os.path.join(HERE, f"{name}.{config}.losses.npy"), np.array(losses))
+        for pname, p in model.named_parameters():
+            np.save(os.path.join(HERE, f"{name}.{config}.{pname}.npy"), p.detach().numpy())
+        print(f"  {config}: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+
+
+def main():
+    torch.set_num_threads(1)
+
+    # MLP, cross-entropy attached by loomc.
+    def make_mlp():
+        torch.manual_seed(0)
+        return MLP()
+
+    x = torch.from_numpy(np.random.default_rng(1).standard_normal((16, 32)).astype(np.float32))
+    y = torch.from_numpy(np.random.default_rng(2).integers(0, 10, 16).astype(np.int64))
+    mlp = make_mlp()
+    export(mlp, "mlp", (x,), ["x"], ["logits"], 17)
+    np.save(os.path.join(HERE, "mlp.in.labels.npy"), y.numpy())
+    trajectories(make_mlp, "mlp", lambda m: F.cross_entropy(m(x), y), CONFIGS.keys())
+
+    # GPT-style decoder with its loss in the model, at opsets 14 and 17.
+    def make_gpt():
+        torch.manual_seed(0)
+        return GPTWithLoss()
+
+    rng = np.random.default_rng(3)
+    tokens = torch.from_numpy(rng.integers(0, 64, (4, 16)).astype(np.int64))
+    targets = torch.from_numpy(rng.integers(0, 64, (4, 16)).astype(np.int64))
+    for opset in (14, 17):
+        name = f"gpt_opset{opset}"
+        export(make_gpt(), name, (tokens, targets), ["tokens", "targets"], ["loss"], opset)
+    trajectories(make_gpt, "gpt", lambda m: m(tokens, targets), ["sgd", "adamw"])
+
+
+if __name__ == "__main__":
+    main()

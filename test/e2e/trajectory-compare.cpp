@@ -1,0 +1,146 @@
+//===- trajectory-compare.cpp - training losses against a reference -------===//
+//
+//   trajectory-compare METRICS.jsonl REF [--rtol R] [--params DIR
+//                      [--param-rtol P] [--skip NAME]...]
+//
+// Reads the "loss" of every step record of a `loom-run train --metrics`
+// file and compares step i with element i of REF.losses.npy: each must
+// satisfy |loss - ref| <= R * |ref| (default 1e-4), and the counts must
+// agree. With --params, every reference parameter REF.<name>.npy is also
+// compared with DIR/<name>.npy (from `loom-run train --save-params DIR`):
+// max|loom - ref| <= P * max|ref| (default 1e-4); --skip leaves a parameter
+// out (the test says why). Exits 1 on any mismatch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+int main(int argc, char **argv) {
+  if (argc < 3) {
+    std::fprintf(stderr,
+                 "usage: trajectory-compare METRICS.jsonl LOSSES.npy "
+                 "[--rtol R]\n");
+    return 2;
+  }
+  double rtol = 1e-4, paramRtol = 1e-4;
+  std::string paramsDir;
+  std::vector<std::string> skip;
+  for (int i = 3; i + 1 < argc; i += 2) {
+    std::string flag = argv[i];
+    if (flag == "--rtol")
+      rtol = std::atof(argv[i + 1]);
+    else if (flag == "--param-rtol")
+      paramRtol = std::atof(argv[i + 1]);
+    else if (flag == "--params")
+      paramsDir = argv[i + 1];
+    else if (flag == "--skip")
+      skip.push_back(argv[i + 1]);
+    else {
+      std::fprintf(stderr, "unknown option %s\n", flag.c_str());
+      return 2;
+    }
+  }
+  std::string prefix = argv[2];
+  std::ifstream in(argv[1]);
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", argv[1]);
+    return 2;
+  }
+  std::vector<double> losses;
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_discarded()) {
+      std::fprintf(stderr, "%s: not JSON lines\n", argv[1]);
+      return 2;
+    }
+    if (record.contains("loss"))
+      losses.push_back(record["loss"].get<double>());
+  }
+  loom::npy::Array ref;
+  std::string error;
+  if (!loom::npy::read(prefix + ".losses.npy", ref, error)) {
+    std::fprintf(stderr, "%s\n", error.c_str());
+    return 2;
+  }
+  if (ref.numElements() != losses.size()) {
+    std::printf("mismatch: %zu steps in %s, %zu reference losses\n",
+                losses.size(), argv[1], ref.numElements());
+    return 1;
+  }
+  double worst = 0;
+  bool ok = true;
+  for (size_t i = 0; i < losses.size(); ++i) {
+    double r = loom::npy::elementAsDouble(ref.data.data(), ref.dtype, i);
+    double rel = std::fabs(losses[i] - r) / std::max(std::fabs(r), 1e-30);
+    worst = std::max(worst, rel);
+    ok &= rel <= rtol;
+    std::printf("step %zu: loss %.9g reference %.9g relative error %.3g%s\n",
+                i + 1, losses[i], r, rel, rel <= rtol ? "" : "  <-- too far");
+  }
+  std::printf("%s: %zu steps, worst relative error %.3g (tolerance %g)\n",
+              ok ? "match" : "mismatch", losses.size(), worst, rtol);
+  if (paramsDir.empty())
+    return ok ? 0 : 1;
+
+  namespace fs = std::filesystem;
+  fs::path refDir = fs::path(prefix).parent_path();
+  std::string stem = fs::path(prefix).filename().string() + ".";
+  int compared = 0;
+  double worstParam = 0;
+  for (const auto &entry : fs::directory_iterator(refDir.empty() ? "." : refDir)) {
+    std::string file = entry.path().filename().string();
+    if (file.rfind(stem, 0) != 0 || file == stem + "losses.npy" ||
+        entry.path().extension() != ".npy")
+      continue;
+    std::string name = file.substr(stem.size(), file.size() - stem.size() - 4);
+    if (std::find(skip.begin(), skip.end(), name) != skip.end())
+      continue;
+    loom::npy::Array expected, actual;
+    if (!loom::npy::read(entry.path().string(), expected, error) ||
+        !loom::npy::read(paramsDir + "/" + name + ".npy", actual, error)) {
+      std::printf("mismatch: %s\n", error.c_str());
+      ok = false;
+      continue;
+    }
+    double maxRef = 0, maxDiff = 0;
+    size_t n = expected.numElements();
+    if (actual.shape != expected.shape) {
+      std::printf("mismatch: parameter %s has another shape\n", name.c_str());
+      ok = false;
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      double e = loom::npy::elementAsDouble(expected.data.data(),
+                                            expected.dtype, i);
+      double a = loom::npy::elementAsDouble(actual.data.data(), actual.dtype,
+                                            i);
+      maxRef = std::max(maxRef, std::fabs(e));
+      maxDiff = std::max(maxDiff, std::fabs(a - e));
+    }
+    double rel = maxDiff / std::max(maxRef, 1e-30);
+    worstParam = std::max(worstParam, rel);
+    ++compared;
+    if (rel > paramRtol) {
+      std::printf("mismatch: parameter %s: relative error %.3g\n",
+                  name.c_str(), rel);
+      ok = false;
+    }
+  }
+  std::printf("%s: %d final parameters, worst relative error %.3g "
+              "(tolerance %g)\n",
+              ok && compared ? "match" : "mismatch", compared, worstParam,
+              paramRtol);
+  return ok && compared ? 0 : 1;
+}

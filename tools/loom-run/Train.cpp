@@ -1,0 +1,690 @@
+//===- Train.cpp - loom-run train -----------------------------------------===//
+//
+//   loom-run train model.loom --data NAME=FILE.npy ... [--steps N|--epochs E]
+//
+// Runs a bundle's train_step over batches from a data loader, with progress
+// lines, metrics, evaluation and early stopping, checkpoints and resume, and
+// a loss plot at the end.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Plot.h"
+#include "Training.h"
+#include "loom/runtime.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <memory>
+
+using namespace llvm;
+using namespace loom;
+
+cl::SubCommand trainCommand("train",
+                            "Train a bundle compiled with loomc --train");
+
+static cl::OptionCategory trainCategory("loom-run train options");
+static cl::opt<std::string> bundle(cl::Positional, cl::Required,
+                                   cl::desc("<model.loom>"),
+                                   cl::sub(trainCommand));
+static cl::list<std::string>
+    dataSpecs("data",
+              cl::desc("Bind an input to a .npy array whose first dimension "
+                       "indexes samples (repeatable)"),
+              cl::value_desc("NAME=FILE.npy"), cl::sub(trainCommand),
+              cl::cat(trainCategory));
+static cl::opt<std::string>
+    tokens("tokens",
+           cl::desc("Flat binary token file; cut into sequences of the "
+                    "--token-input's length + 1 (next-token prediction)"),
+           cl::value_desc("FILE"), cl::sub(trainCommand),
+           cl::cat(trainCategory));
+static cl::opt<std::string> tokenDtype("token-dtype",
+                                       cl::desc("uint16 (default) or int32"),
+                                       cl::init("uint16"),
+                                       cl::sub(trainCommand),
+                                       cl::cat(trainCategory));
+static cl::opt<std::string> tokenInput("token-input",
+                                       cl::desc("Input that takes a sequence"),
+                                       cl::sub(trainCommand),
+                                       cl::cat(trainCategory));
+static cl::opt<std::string>
+    tokenTarget("token-target",
+                cl::desc("Input that takes the sequence shifted by one"),
+                cl::sub(trainCommand), cl::cat(trainCategory));
+static cl::opt<int64_t>
+    batchSize("batch-size",
+              cl::desc("Samples per step; must be the batch size the bundle "
+                       "was compiled for (default: that size)"),
+              cl::init(0), cl::sub(trainCommand), cl::cat(trainCategory));
+static cl::opt<int64_t> steps("steps",
+                              cl::desc("Steps to train (default: one epoch)"),
+                              cl::init(0), cl::sub(trainCommand),
+                              cl::cat(trainCategory));
+static cl::opt<int64_t> epochs("epochs", cl::desc("Epochs to train"),
+                               cl::init(0), cl::sub(trainCommand),
+                               cl::cat(trainCategory));
+static cl::opt<bool> noShuffle("no-shuffle",
+                               cl::desc("Keep the samples in file order"),
+                               cl::sub(trainCommand), cl::cat(trainCategory));
+static cl::opt<uint64_t> seed("seed",
+                              cl::desc("Seed of the shuffling and the "
+                                       "validation split (default 0)"),
+                              cl::init(0), cl::sub(trainCommand),
+                              cl::cat(trainCategory));
+static cl::opt<double>
+    valSplit("val-split",
+             cl::desc("Fraction of the samples held out for evaluation"),
+             cl::init(0.0), cl::sub(trainCommand), cl::cat(trainCategory));
+static cl::opt<int64_t>
+    evalEvery("eval-every",
+              cl::desc("Evaluate on the held-out samples every K steps "
+                       "(default: at the end only)"),
+              cl::init(0), cl::sub(trainCommand), cl::cat(trainCategory));
+static cl::opt<int64_t>
+    patience("patience",
+             cl::desc("Stop after this many evaluations without improvement "
+                      "(default: never)"),
+             cl::init(0), cl::sub(trainCommand), cl::cat(trainCategory));
+static cl::opt<double>
+    minDelta("min-delta",
+             cl::desc("Smallest decrease of the validation loss that counts "
+                      "as an improvement"),
+             cl::init(0.0), cl::sub(trainCommand), cl::cat(trainCategory));
+static cl::opt<std::string>
+    metricsPath("metrics",
+                cl::desc("Write one record per step (and per evaluation): "
+                         "JSON lines, or CSV if the name ends in .csv"),
+                cl::value_desc("FILE"), cl::sub(trainCommand),
+                cl::cat(trainCategory));
+static cl::opt<std::string>
+    checkpointDir("checkpoint-dir",
+                  cl::desc("Write DIR/last.ckpt (and DIR/best.ckpt, the best "
+                           "evaluation so far)"),
+                  cl::value_desc("DIR"), cl::sub(trainCommand),
+                  cl::cat(trainCategory));
+static cl::opt<int64_t>
+    checkpointEvery("checkpoint-every",
+                    cl::desc("Checkpoint every K steps (always at the end)"),
+                    cl::init(0), cl::sub(trainCommand), cl::cat(trainCategory));
+static cl::opt<std::string>
+    resume("resume",
+           cl::desc("Continue from a checkpoint: parameters, optimizer "
+                    "state, data position"),
+           cl::value_desc("FILE.ckpt"), cl::sub(trainCommand),
+           cl::cat(trainCategory));
+static cl::opt<std::string> plotPath("plot",
+                                     cl::desc("Write the loss curves as PNG"),
+                                     cl::value_desc("FILE.png"),
+                                     cl::sub(trainCommand),
+                                     cl::cat(trainCategory));
+static cl::opt<int64_t> logEvery("log-every",
+                                 cl::desc("Progress line every N steps "
+                                          "(default: about 20 lines)"),
+                                 cl::init(0), cl::sub(trainCommand),
+                                 cl::cat(trainCategory));
+static cl::opt<std::string>
+    saveParams("save-params",
+               cl::desc("Write the final parameters as DIR/<name>.npy"),
+               cl::value_desc("DIR"), cl::sub(trainCommand),
+               cl::cat(trainCategory));
+
+namespace {
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "loom-run") << message << "\n";
+  return 1;
+}
+
+struct SessionDeleter {
+  void operator()(loom_session_t *s) const { loom_session_destroy(s); }
+};
+using Session = std::unique_ptr<loom_session_t, SessionDeleter>;
+
+/// Returns an empty string on success, else the status message.
+std::string take(loom_status_t status) {
+  if (!status)
+    return "";
+  std::string message = loom_status_message(status);
+  loom_status_free(status);
+  return message.empty() ? "unknown runtime error" : message;
+}
+
+struct TensorInfo {
+  size_t index;
+  loom_tensor_info_t info;
+};
+
+std::map<std::string, TensorInfo> tensorsOf(loom_session_t *session) {
+  std::map<std::string, TensorInfo> result;
+  for (size_t i = 0, e = loom_session_tensor_count(session); i < e; ++i) {
+    loom_tensor_info_t info;
+    if (take(loom_session_tensor_info(session, i, &info)).empty())
+      result[info.name] = {i, info};
+  }
+  return result;
+}
+
+std::string shapeText(const int64_t *shape, size_t rank) {
+  std::string text = "[";
+  for (size_t i = 0; i < rank; ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+/// Converts `array` to `dtype` when both are numeric and differ.
+bool convert(npy::Array &array, loom_dtype_t dtype) {
+  if (array.dtype == dtype)
+    return true;
+  auto isFloat = [](loom_dtype_t d) {
+    return d == LOOM_DTYPE_FLOAT32 || d == LOOM_DTYPE_FLOAT64;
+  };
+  auto isInt = [](loom_dtype_t d) {
+    return d == LOOM_DTYPE_INT64 || d == LOOM_DTYPE_INT32 ||
+           d == LOOM_DTYPE_INT16 || d == LOOM_DTYPE_INT8;
+  };
+  if (!(isFloat(array.dtype) && isFloat(dtype)) &&
+      !(isInt(array.dtype) && isInt(dtype)))
+    return false;
+  size_t n = array.numElements();
+  std::vector<char> out(n * loom_dtype_size(dtype));
+  for (size_t i = 0; i < n; ++i) {
+    double v = npy::elementAsDouble(array.data.data(), array.dtype, i);
+    switch (dtype) {
+    case LOOM_DTYPE_FLOAT32: {
+      float f = (float)v;
+      std::memcpy(&out[i * 4], &f, 4);
+      break;
+    }
+    case LOOM_DTYPE_FLOAT64:
+      std::memcpy(&out[i * 8], &v, 8);
+      break;
+    case LOOM_DTYPE_INT64: {
+      int64_t x = (int64_t)v;
+      std::memcpy(&out[i * 8], &x, 8);
+      break;
+    }
+    case LOOM_DTYPE_INT32: {
+      int32_t x = (int32_t)v;
+      std::memcpy(&out[i * 4], &x, 4);
+      break;
+    }
+    case LOOM_DTYPE_INT16: {
+      int16_t x = (int16_t)v;
+      std::memcpy(&out[i * 2], &x, 2);
+      break;
+    }
+    default: {
+      int8_t x = (int8_t)v;
+      std::memcpy(&out[i], &x, 1);
+      break;
+    }
+    }
+  }
+  array.dtype = dtype;
+  array.data = std::move(out);
+  return true;
+}
+
+double scalarOf(loom_session_t *session, size_t index) {
+  loom_tensor_info_t info;
+  const void *data;
+  size_t bytes;
+  if (!take(loom_session_tensor_info(session, index, &info)).empty() ||
+      !take(loom_session_tensor_data(session, index, &data, &bytes)).empty())
+    return NAN;
+  return npy::elementAsDouble(static_cast<const char *>(data), info.dtype, 0);
+}
+
+std::string formatDuration(double seconds) {
+  long s = (long)std::lround(std::max(seconds, 0.0));
+  char text[32];
+  std::snprintf(text, sizeof(text), "%ld:%02ld:%02ld", s / 3600, s / 60 % 60,
+                s % 60);
+  return text;
+}
+
+} // namespace
+
+int runTrain() {
+  // Sessions.
+  auto open = [&](const char *entry, Session &out) -> std::string {
+    loom_session_options_t options;
+    loom_session_options_initialize(&options);
+    options.entry_point = entry;
+    loom_session_t *s = nullptr;
+    std::string error = take(loom_session_create(bundle.c_str(), &options, &s));
+    out.reset(s);
+    return error;
+  };
+  Session train;
+  if (std::string error = open("train_step", train); !error.empty()) {
+    if (error.find("no entry point") != std::string::npos)
+      return fail(bundle + " has no train_step; compile the model with "
+                           "`loomc MODEL --train ... -o " + bundle + "`");
+    return fail(error);
+  }
+  std::map<std::string, TensorInfo> tensors = tensorsOf(train.get());
+  if (!tensors.count("loss"))
+    return fail(bundle + ": train_step has no \"loss\" output");
+
+  // Data.
+  train::Dataset data;
+  std::string error;
+  auto inputInfo = [&](const std::string &name) -> const TensorInfo * {
+    auto it = tensors.find(name);
+    if (it == tensors.end() || it->second.info.kind != LOOM_TENSOR_INPUT)
+      return nullptr;
+    return &it->second;
+  };
+  auto inputNames = [&] {
+    std::string names;
+    for (auto &[name, t] : tensors)
+      if (t.info.kind == LOOM_TENSOR_INPUT)
+        names += (names.empty() ? "" : ", ") + name;
+    return names;
+  };
+  auto addArray = [&](const std::string &name, npy::Array array,
+                      const std::string &source) -> bool {
+    const TensorInfo *input = inputInfo(name);
+    if (!input) {
+      fail("train_step has no input \"" + name + "\" (its inputs: " +
+           inputNames() + ")");
+      return false;
+    }
+    const loom_tensor_info_t &info = input->info;
+    bool sameSample = array.shape.size() == (size_t)info.rank;
+    for (size_t d = 1; sameSample && d < array.shape.size(); ++d)
+      sameSample = array.shape[d] == info.shape[d];
+    if (!sameSample) {
+      fail("input \"" + name + "\" takes samples of shape " +
+           shapeText(info.shape + 1, info.rank - 1) + ", but " + source +
+           " holds " + shapeText(array.shape.data(), array.shape.size()) +
+           " (the first dimension indexes samples)");
+      return false;
+    }
+    if (!convert(array, info.dtype)) {
+      fail("input \"" + name + "\" is " + loom_dtype_name(info.dtype) +
+           ", but " + source + " holds " + loom_dtype_name(array.dtype));
+      return false;
+    }
+    if (!data.add(name, std::move(array), error)) {
+      fail(error);
+      return false;
+    }
+    return true;
+  };
+  for (const std::string &spec : dataSpecs) {
+    auto [name, file] = StringRef(spec).split('=');
+    if (name.empty() || file.empty())
+      return fail("expected --data NAME=FILE.npy, got \"" + spec + "\"");
+    npy::Array array;
+    if (!npy::read(file.str(), array, error))
+      return fail(error);
+    if (!addArray(name.str(), std::move(array), file.str()))
+      return 1;
+  }
+  if (!tokens.empty()) {
+    const TensorInfo *input = inputInfo(tokenInput);
+    if (tokenInput.empty() || tokenTarget.empty() || !input ||
+        input->info.rank != 2)
+      return fail("--tokens needs --token-input and --token-target naming "
+                  "[batch, sequence] inputs of train_step (its inputs: " +
+                  inputNames() + ")");
+    npy::Array inputs, targets;
+    if (!train::readTokens(tokens, tokenDtype, input->info.shape[1], inputs,
+                           targets, error))
+      return fail(error);
+    if (!addArray(tokenInput, std::move(inputs), tokens) ||
+        !addArray(tokenTarget, std::move(targets), tokens))
+      return 1;
+  }
+  int64_t compiledBatch = -1;
+  for (auto &[name, t] : tensors) {
+    if (t.info.kind != LOOM_TENSOR_INPUT)
+      continue;
+    if (std::find(data.names.begin(), data.names.end(), name) ==
+        data.names.end())
+      return fail("input \"" + name + "\" has no data; bind it with --data " +
+                  name + "=FILE.npy");
+    if (t.info.rank == 0)
+      return fail("input \"" + name + "\" has no batch dimension");
+    if (compiledBatch >= 0 && t.info.shape[0] != compiledBatch)
+      return fail("the inputs of train_step disagree on the batch size");
+    compiledBatch = t.info.shape[0];
+  }
+  if (batchSize && batchSize != compiledBatch)
+    return fail("the bundle was compiled for batch size " +
+                std::to_string(compiledBatch) + ", not " +
+                std::to_string(batchSize) +
+                "; recompile with loomc --input-shape to change it");
+  int64_t batch = compiledBatch;
+
+  // Split and loaders.
+  if (valSplit < 0 || valSplit >= 1)
+    return fail("--val-split must be in [0, 1)");
+  std::vector<int64_t> order =
+      noShuffle ? train::permutation(0, 0, 0) : std::vector<int64_t>();
+  if (noShuffle) {
+    order.resize(data.samples);
+    for (int64_t i = 0; i < data.samples; ++i)
+      order[i] = i;
+  } else {
+    order = train::permutation(data.samples, seed, ~0ull);
+  }
+  int64_t heldOut = (int64_t)std::floor(data.samples * valSplit);
+  if (valSplit > 0 && heldOut < batch)
+    return fail("--val-split " + std::to_string(valSplit) + " holds out " +
+                std::to_string(heldOut) + " samples, fewer than one batch of " +
+                std::to_string(batch));
+  std::vector<int64_t> valSamples(order.end() - heldOut, order.end());
+  std::vector<int64_t> trainSamples(order.begin(), order.end() - heldOut);
+  train::DataLoader loader(data, trainSamples, batch, !noShuffle, seed);
+  int64_t perEpoch = loader.batchesPerEpoch();
+  if (perEpoch == 0)
+    return fail("the training split holds " +
+                std::to_string(trainSamples.size()) +
+                " samples, fewer than one batch of " + std::to_string(batch));
+  int64_t totalSteps = epochs > 0 ? epochs * perEpoch
+                       : steps > 0 ? (int64_t)steps
+                                   : perEpoch;
+
+  // Resume.
+  int64_t step = 0, badEvals = 0;
+  double bestVal = std::numeric_limits<double>::infinity();
+  std::vector<std::string> stateNames;
+  for (auto &[name, t] : tensors)
+    if (t.info.kind == LOOM_TENSOR_PARAMETER || t.info.kind == LOOM_TENSOR_STATE)
+      stateNames.push_back(name);
+  if (!resume.empty()) {
+    train::Checkpoint ckpt;
+    if (!train::readCheckpoint(resume, ckpt, error))
+      return fail(error);
+    for (const std::string &name : stateNames) {
+      const loom_tensor_info_t &info = tensors[name].info;
+      auto it = ckpt.tensors.find(name);
+      if (it == ckpt.tensors.end())
+        return fail("checkpoint " + resume + " does not match " + bundle +
+                    ": it has no tensor \"" + name + "\"");
+      const npy::Array &a = it->second;
+      if (a.dtype != info.dtype ||
+          a.shape != std::vector<int64_t>(info.shape, info.shape + info.rank))
+        return fail("checkpoint " + resume + " does not match " + bundle +
+                    ": \"" + name + "\" is " + loom_dtype_name(a.dtype) + " " +
+                    shapeText(a.shape.data(), a.shape.size()) +
+                    " there but " + loom_dtype_name(info.dtype) + " " +
+                    shapeText(info.shape, info.rank) + " in the bundle");
+      if (std::string e = take(loom_session_set_tensor(
+              train.get(), tensors[name].index, a.data.data(), a.data.size()));
+          !e.empty())
+        return fail(e);
+    }
+    if (ckpt.tensors.size() != stateNames.size())
+      return fail("checkpoint " + resume + " does not match " + bundle +
+                  ": it holds tensors the bundle does not have");
+    auto number = [&](const char *key) { return ckpt.numbers[key]; };
+    if (number("batch_size") != batch || number("samples") != data.samples ||
+        number("seed") != (double)seed || number("shuffle") != !noShuffle ||
+        number("heldout") != heldOut)
+      return fail("checkpoint " + resume +
+                  " was written with other data settings (samples, batch "
+                  "size, seed, shuffling or validation split)");
+    step = (int64_t)number("step");
+    badEvals = (int64_t)number("bad_evals");
+    bestVal = ckpt.numbers.count("best_val_loss") ? number("best_val_loss")
+                                                  : bestVal;
+    loader.seek({(int64_t)number("epoch"), (int64_t)number("batch")});
+    outs() << "resumed from " << resume << " at step " << step << "\n";
+  }
+
+  auto saveCheckpoint = [&](const std::string &file) -> bool {
+    train::Checkpoint ckpt;
+    for (const std::string &name : stateNames) {
+      const loom_tensor_info_t &info = tensors[name].info;
+      const void *ptr;
+      size_t bytes;
+      if (!take(loom_session_tensor_data(train.get(), tensors[name].index,
+                                         &ptr, &bytes))
+               .empty())
+        return false;
+      npy::Array a;
+      a.dtype = info.dtype;
+      a.shape.assign(info.shape, info.shape + info.rank);
+      a.data.assign((const char *)ptr, (const char *)ptr + bytes);
+      ckpt.tensors[name] = std::move(a);
+    }
+    train::Position at = loader.position();
+    ckpt.numbers = {{"step", (double)step},
+                    {"epoch", (double)at.epoch},
+                    {"batch", (double)at.batch},
+                    {"batch_size", (double)batch},
+                    {"samples", (double)data.samples},
+                    {"seed", (double)seed},
+                    {"shuffle", (double)!noShuffle},
+                    {"heldout", (double)heldOut},
+                    {"bad_evals", (double)badEvals}};
+    if (std::isfinite(bestVal))
+      ckpt.numbers["best_val_loss"] = bestVal;
+    ckpt.strings["bundle"] = bundle;
+    SmallString<256> path(checkpointDir);
+    sys::path::append(path, file);
+    if (!train::writeCheckpoint(std::string(path), ckpt, error)) {
+      fail(error);
+      return false;
+    }
+    return true;
+  };
+  if (!checkpointDir.empty())
+    if (std::error_code ec = sys::fs::create_directories(checkpointDir))
+      return fail("cannot create " + checkpointDir + ": " + ec.message());
+
+  // Evaluation.
+  Session eval;
+  std::map<std::string, TensorInfo> evalTensors;
+  auto evaluate = [&](double &out) -> bool {
+    if (!eval) {
+      if (std::string e = open("eval_step", eval); !e.empty())
+        return fail(e), false;
+      evalTensors = tensorsOf(eval.get());
+    }
+    for (auto &[name, t] : evalTensors) {
+      if (t.info.kind != LOOM_TENSOR_PARAMETER)
+        continue;
+      const void *ptr;
+      size_t bytes;
+      if (!take(loom_session_tensor_data(train.get(), tensors[name].index,
+                                         &ptr, &bytes))
+               .empty() ||
+          !take(loom_session_set_tensor(eval.get(), t.index, ptr, bytes))
+               .empty())
+        return fail("cannot copy \"" + name + "\" to eval_step"), false;
+    }
+    train::DataLoader valLoader(data, valSamples, batch, false, seed, 1);
+    double sum = 0;
+    for (int64_t b = 0; b < valLoader.batchesPerEpoch(); ++b) {
+      std::vector<std::vector<char>> buffers = valLoader.next();
+      for (size_t i = 0; i < data.names.size(); ++i)
+        if (std::string e = take(loom_session_set_tensor(
+                eval.get(), evalTensors[data.names[i]].index,
+                buffers[i].data(), buffers[i].size()));
+            !e.empty())
+          return fail(e), false;
+      if (std::string e = take(loom_session_run(eval.get())); !e.empty())
+        return fail(e), false;
+      sum += scalarOf(eval.get(), evalTensors["loss"].index);
+    }
+    out = sum / std::max<int64_t>(valLoader.batchesPerEpoch(), 1);
+    return true;
+  };
+
+  // Metrics.
+  std::ofstream metrics;
+  bool csv = StringRef(metricsPath).ends_with(".csv");
+  if (!metricsPath.empty()) {
+    metrics.open(metricsPath, resume.empty() ? std::ios::trunc : std::ios::app);
+    if (!metrics)
+      return fail("cannot write " + metricsPath);
+    if (csv && resume.empty())
+      metrics << "step,epoch,loss,lr,samples_per_sec,val_loss\n";
+  }
+  auto record = [&](int64_t s, int64_t epoch, double loss, double lr,
+                    double rate, double val) {
+    if (!metrics.is_open())
+      return;
+    char line[256];
+    auto field = [](const char *fmt, double v) {
+      if (std::isnan(v))
+        return std::string();
+      char text[64];
+      std::snprintf(text, sizeof(text), fmt, v);
+      return std::string(text);
+    };
+    if (csv)
+      std::snprintf(line, sizeof(line), "%lld,%lld,%s,%s,%s,%s\n",
+                    (long long)s, (long long)epoch,
+                    field("%.9g", loss).c_str(), field("%.9g", lr).c_str(),
+                    field("%.1f", rate).c_str(), field("%.9g", val).c_str());
+    else if (std::isnan(val))
+      std::snprintf(line, sizeof(line),
+                    "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.9g, \"lr\": "
+                    "%.9g, \"samples_per_sec\": %.1f}\n",
+                    (long long)s, (long long)epoch, loss, lr, rate);
+    else
+      std::snprintf(line, sizeof(line),
+                    "{\"step\": %lld, \"epoch\": %lld, \"val_loss\": %.9g}\n",
+                    (long long)s, (long long)epoch, val);
+    metrics << line;
+    metrics.flush();
+  };
+
+  // The loop.
+  size_t lossIndex = tensors["loss"].index;
+  std::optional<size_t> lrIndex;
+  if (tensors.count("lr"))
+    lrIndex = tensors["lr"].index;
+  int64_t every = logEvery > 0 ? (int64_t)logEvery
+                               : std::max<int64_t>(1, (totalSteps - step) / 20);
+  Curve trainCurve{{}, {31, 119, 180}}, valCurve{{}, {214, 39, 40}};
+  int64_t tokensPerSample = tokens.empty() ? 0 : inputInfo(tokenInput)->info.shape[1];
+  auto started = std::chrono::steady_clock::now();
+  int64_t firstStep = step;
+  bool stopped = false;
+  outs() << "training " << bundle << ": " << trainSamples.size()
+         << " samples (" << perEpoch << " batches of " << batch
+         << " per epoch), " << heldOut << " held out, steps " << step + 1
+         << ".." << totalSteps << "\n";
+  while (step < totalSteps && !stopped) {
+    int64_t epoch = loader.position().epoch;
+    std::vector<std::vector<char>> buffers = loader.next();
+    for (size_t i = 0; i < data.names.size(); ++i)
+      if (std::string e = take(loom_session_set_tensor(
+              train.get(), tensors[data.names[i]].index, buffers[i].data(),
+              buffers[i].size()));
+          !e.empty())
+        return fail(e);
+    if (std::string e = take(loom_session_run(train.get())); !e.empty())
+      return fail(e);
+    ++step;
+    double loss = scalarOf(train.get(), lossIndex);
+    double lr = lrIndex ? scalarOf(train.get(), *lrIndex) : NAN;
+    double elapsed = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+    double rate = (step - firstStep) * batch / std::max(elapsed, 1e-9);
+    record(step, epoch, loss, lr, rate, NAN);
+    trainCurve.points.push_back({(double)step, loss});
+    if (!std::isfinite(loss))
+      return fail("the loss is " + std::to_string(loss) + " at step " +
+                  std::to_string(step) +
+                  "; lower the learning rate or clip gradients "
+                  "(loomc --clip-grad-norm)");
+    if (step % every == 0 || step == totalSteps || step == firstStep + 1) {
+      double eta = elapsed / (step - firstStep) * (totalSteps - step);
+      outs() << format("step %lld/%lld | epoch %lld | loss %.6f",
+                       (long long)step, (long long)totalSteps,
+                       (long long)epoch, loss);
+      if (lrIndex)
+        outs() << format(" | lr %.3g", lr);
+      outs() << format(" | %.0f samples/s", rate);
+      if (tokensPerSample)
+        outs() << format(" | %.0f tokens/s", rate * tokensPerSample);
+      outs() << " | ETA " << formatDuration(eta) << "\n";
+    }
+    bool evalNow = heldOut > 0 &&
+                   ((evalEvery > 0 && step % evalEvery == 0) ||
+                    step == totalSteps);
+    if (evalNow) {
+      double val;
+      if (!evaluate(val))
+        return 1;
+      record(step, epoch, NAN, NAN, NAN, val);
+      valCurve.points.push_back({(double)step, val});
+      bool improved = val < bestVal - minDelta;
+      outs() << format("eval at step %lld: val_loss %.6f", (long long)step,
+                       val)
+             << (improved ? " (best)" : "") << "\n";
+      if (improved) {
+        bestVal = val;
+        badEvals = 0;
+        if (!checkpointDir.empty() && !saveCheckpoint("best.ckpt"))
+          return 1;
+      } else if (patience > 0 && ++badEvals >= patience) {
+        outs() << "early stopping: no improvement in " << badEvals
+               << " evaluations (best val_loss " << format("%.6f", bestVal)
+               << ")\n";
+        stopped = true;
+      }
+    }
+    if (!checkpointDir.empty() &&
+        ((checkpointEvery > 0 && step % checkpointEvery == 0) ||
+         step == totalSteps || stopped))
+      if (!saveCheckpoint("last.ckpt"))
+        return 1;
+  }
+
+  if (!plotPath.empty()) {
+    std::vector<Curve> curves{trainCurve};
+    if (!valCurve.points.empty())
+      curves.push_back(valCurve);
+    if (!writePlot(plotPath, curves, error))
+      return fail(error);
+    outs() << "wrote " << plotPath << " (training loss blue, validation red)\n";
+  }
+  if (!saveParams.empty()) {
+    if (std::error_code ec = sys::fs::create_directories(saveParams))
+      return fail("cannot create " + saveParams + ": " + ec.message());
+    for (auto &[name, t] : tensors) {
+      if (t.info.kind != LOOM_TENSOR_PARAMETER)
+        continue;
+      const void *ptr;
+      size_t bytes;
+      if (std::string e = take(loom_session_tensor_data(train.get(), t.index,
+                                                        &ptr, &bytes));
+          !e.empty())
+        return fail(e);
+      npy::Array a;
+      a.dtype = t.info.dtype;
+      a.shape.assign(t.info.shape, t.info.shape + t.info.rank);
+      a.data.assign((const char *)ptr, (const char *)ptr + bytes);
+      std::string file = name;
+      for (char &c : file)
+        if (c == '/' || c == ':' || c == '\\')
+          c = '_';
+      SmallString<256> path(saveParams);
+      sys::path::append(path, file + ".npy");
+      if (!npy::write(std::string(path), a, error))
+        return fail(error);
+    }
+  }
+  return 0;
+}
