@@ -39,9 +39,13 @@ bool Dataset::add(const std::string &name, npy::Array array,
 bool loom::train::readTokens(const std::string &path, const std::string &dtype,
                              int64_t length, npy::Array &inputs,
                              npy::Array &targets, std::string &error) {
-  size_t width = dtype == "uint16" ? 2 : dtype == "int32" ? 4 : 0;
+  size_t width = dtype == "uint8"    ? 1
+                 : dtype == "uint16" ? 2
+                 : dtype == "int32"  ? 4
+                                     : 0;
   if (!width) {
-    error = "token dtype must be uint16 or int32, got \"" + dtype + "\"";
+    error = "token dtype must be uint8, uint16 or int32, got \"" + dtype +
+            "\"";
     return false;
   }
   std::ifstream in(path, std::ios::binary);
@@ -64,6 +68,8 @@ bool loom::train::readTokens(const std::string &path, const std::string &dtype,
     return false;
   }
   auto token = [&](int64_t i) -> int64_t {
+    if (width == 1)
+      return (unsigned char)bytes[i];
     if (width == 2) {
       uint16_t v;
       std::memcpy(&v, bytes.data() + 2 * i, 2);

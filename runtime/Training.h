@@ -33,7 +33,8 @@ struct Dataset {
   bool add(const std::string &name, npy::Array array, std::string &error);
 };
 
-/// Cuts a flat file of token ids (`uint16` or `int32`, little-endian) into
+/// Cuts a flat file of token ids (`uint8` (bytes of a text: a character-level
+/// vocabulary), `uint16` or `int32`, little-endian) into
 /// consecutive windows of `length + 1` tokens: `inputs[i]` holds the first
 /// `length` tokens of window i and `targets[i]` the last `length` (next-token
 /// prediction), both as int64 arrays `[windows, length]`.

@@ -1,32 +1,32 @@
 #!/usr/bin/env bash
-# `make demo`: imports the bundled example model (a small GPT-style decoder
-# exported from PyTorch) into the loom dialect, prints its IR and an op
-# summary with FLOPs and bytes from the cost interface, then compiles it to a
-# CPU bundle, runs it and compares its logits with PyTorch's.
+# `make demo`: compiles the bundled byte-level GPT-style decoder
+# (examples/char-gpt/char_gpt.onnx, exported from PyTorch with its loss) into
+# a training step with AdamW, warmup + cosine decay and gradient clipping,
+# then trains it on this repository's README.md read byte by byte, with
+# progress lines, held-out evaluation, checkpoints and a loss plot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
-MODEL="${MODEL:-test/models/gpt_opset17.onnx}"
+STEPS="${STEPS:-300}"
+MODEL=examples/char-gpt/char_gpt.onnx
 OUT="$BUILD/demo"
+rm -rf "$OUT"
 mkdir -p "$OUT"
 
-echo "== loomc: importing $MODEL"
-"$BUILD/bin/loomc" "$MODEL" -o "$OUT/model.mlir"
-echo "   wrote $OUT/model.mlir ($(wc -c < "$OUT/model.mlir") bytes, parameters included)"
+echo "== loomc --train: $MODEL -> $OUT/char_gpt.loom"
+"$BUILD/bin/loomc" "$MODEL" --train --optimizer=adamw --lr=3e-3 \
+  --weight-decay=0.01 --lr-schedule=cosine --warmup-steps=20 \
+  --total-steps="$STEPS" --min-lr=3e-4 --clip-grad-norm=1.0 \
+  -o "$OUT/char_gpt.loom"
+echo "   entry points: $(grep -o '"symbol": "[a-z_]*"' "$OUT/char_gpt.loom/manifest.json" \
+  | sed -e 's/.*loom_entry_//' -e 's/"//' | tr '\n' ' ')"
 echo
-echo "== the loom dialect (parameter values elided)"
-"$BUILD/bin/loom-opt" "$OUT/model.mlir" --mlir-elide-resource-strings-if-larger=16 \
-  | sed -e '/^{-#$/,$d'
-echo "== op summary (loom-opt --loom-cost-report)"
-"$BUILD/bin/loom-opt" "$OUT/model.mlir" --loom-cost-report -o /dev/null
+echo "== loom-run train: $STEPS steps on README.md ($(wc -c < README.md) bytes)"
+"$BUILD/bin/loom-run" train "$OUT/char_gpt.loom" \
+  --tokens README.md --token-dtype uint8 \
+  --token-input tokens --token-target targets \
+  --steps "$STEPS" --val-split 0.1 --eval-every 50 --seed 1 \
+  --metrics "$OUT/metrics.jsonl" --checkpoint-dir "$OUT/checkpoints" \
+  --checkpoint-every 100 --plot "$OUT/loss.png" --log-every 25
 echo
-echo "== loomc -o $OUT/model.loom: native code for this CPU, parameters, manifest"
-"$BUILD/bin/loomc" "$MODEL" -o "$OUT/model.loom"
-ls -l "$OUT/model.loom"
-echo
-echo "== loom-run infer: the bundled input tokens, compared with PyTorch's logits"
-NAME="$(basename "$MODEL" .onnx)"
-"$BUILD/bin/loom-run" infer "$OUT/model.loom" \
-  --input "tokens=test/models/$NAME.in.tokens.npy" --output-dir "$OUT/out" \
-  --repeat 20 --warmup 2
-"$BUILD/bin/npy-compare" "$OUT/out/logits.npy" "test/models/$NAME.out.logits.npy" --rtol 1e-4
+echo "metrics: $OUT/metrics.jsonl, checkpoints: $OUT/checkpoints/, plot: $OUT/loss.png"

@@ -37,9 +37,13 @@ fi
 cmake --build "$BUILD" --target onnx-import-fuzzer
 
 FUZZER="$BUILD/bin/onnx-import-fuzzer"
-echo "replaying $(ls test/fuzz/regressions | wc -l) regression inputs"
-"$FUZZER" test/fuzz/regressions/* > "$BUILD/regressions.log" 2>&1 \
-  || { tail -n 60 "$BUILD/regressions.log"; echo "a regression input fails"; exit 1; }
+shopt -s nullglob
+REGRESSIONS=(test/fuzz/regressions/*)
+echo "replaying ${#REGRESSIONS[@]} regression inputs"
+if [ "${#REGRESSIONS[@]}" -gt 0 ]; then
+  "$FUZZER" "${REGRESSIONS[@]}" > "$BUILD/regressions.log" 2>&1 \
+    || { tail -n 60 "$BUILD/regressions.log"; echo "a regression input fails"; exit 1; }
+fi
 
 # Seeds: the PyTorch models, the broken models, ONNX text tests and a spread
 # of ONNX node tests. The exploratory corpus persists and grows between runs.

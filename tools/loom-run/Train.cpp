@@ -50,7 +50,8 @@ static cl::opt<std::string>
            cl::value_desc("FILE"), cl::sub(trainCommand),
            cl::cat(trainCategory));
 static cl::opt<std::string> tokenDtype("token-dtype",
-                                       cl::desc("uint16 (default) or int32"),
+                                       cl::desc("uint16 (default), int32, or "
+                                                "uint8 (the bytes of a text)"),
                                        cl::init("uint16"),
                                        cl::sub(trainCommand),
                                        cl::cat(trainCategory));
