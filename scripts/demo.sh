@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 
 echo "== loomc --train: $MODEL -> $OUT/char_gpt.loom"
 "$BUILD/bin/loomc" "$MODEL" --train --optimizer=adamw --lr=3e-3 \
-  --weight-decay=0.01 --lr-schedule=cosine --warmup-steps=20 \
+  --weight-decay=0.01 --lr-schedule=cosine --warmup-steps=$((STEPS / 15 + 1)) \
   --total-steps="$STEPS" --min-lr=3e-4 --clip-grad-norm=1.0 \
   -o "$OUT/char_gpt.loom"
 echo "   entry points: $(grep -o '"symbol": "[a-z_]*"' "$OUT/char_gpt.loom/manifest.json" \

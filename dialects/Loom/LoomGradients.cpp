@@ -340,6 +340,23 @@ LogicalResult gradient(MatmulOp op, GradBuilder &h, ArrayRef<Value> g,
     return success();
   Value a = op.getLhs(), w = op.getRhs(), d = g[0];
   bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto wType = cast<RankedTensorType>(w.getType());
+  if (wType.getRank() == 2 && aType.getRank() > 2 && !ta) {
+    // A layer applied to every row of a batch ([..., M, K] x [K, N]): the
+    // weight's gradient is one product over all rows, A^T G with the
+    // leading dimensions flattened, rather than a batch of products summed.
+    auto type = cast<RankedTensorType>(d.getType());
+    int64_t k = aType.getDimSize(aType.getRank() - 1);
+    int64_t n = type.getDimSize(type.getRank() - 1);
+    int64_t rows = type.getNumElements() / std::max<int64_t>(n, 1);
+    Value a2 = h.reshape(a, {rows, k});
+    Value d2 = h.reshape(d, {rows, n});
+    dx[1] = tb ? MatmulOp::create(h.b, h.loc, d2, a2, true, false)   // G^T A
+               : MatmulOp::create(h.b, h.loc, a2, d2, true, false);  // A^T G
+    dx[0] = MatmulOp::create(h.b, h.loc, d, w, false, !tb);
+    return success();
+  }
   Value da, dw;
   // C = op(A) op(B); dA and dB follow from dC = G with the transposes folded
   // into the products.

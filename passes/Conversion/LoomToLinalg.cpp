@@ -189,20 +189,24 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
 
 /// f32 products with a matrix on the right ([..., M, K] x [K, N] or, with
 /// transpose_rhs, [N, K]) become one linalg.matmul over the flattened left
-/// operand, which the CPU pipeline hands to the runtime's GEMM kernel.
-/// Returns null when the product has another form.
+/// operand, and so do products of two matrices with either transposed; the
+/// CPU pipeline hands them to the runtime's GEMM kernel. Returns null when
+/// the product has another form.
 Value lowerToNamedMatmul(MatmulOp op, PatternRewriter &rewriter) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
   RankedTensorType result = op.getType();
   if (!result.getElementType().isF32() || rhsType.getRank() != 2 ||
-      op.getTransposeLhs() || !lhsType.hasStaticShape())
+      (op.getTransposeLhs() && lhsType.getRank() != 2) ||
+      !lhsType.hasStaticShape())
     return Value();
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
   int64_t rank = lhsType.getRank();
-  int64_t k = lhsType.getDimSize(rank - 1);
-  int64_t rows = lhsType.getNumElements() / std::max<int64_t>(k, 1);
+  int64_t k = op.getTransposeLhs() ? lhsType.getDimSize(0)
+                                   : lhsType.getDimSize(rank - 1);
+  int64_t rows = result.getNumElements() /
+                 std::max<int64_t>(result.getDimSize(result.getRank() - 1), 1);
   int64_t n = result.getDimSize(result.getRank() - 1);
   Value lhs = op.getLhs();
   SmallVector<ReassociationIndices> groups;
@@ -219,14 +223,16 @@ Value lowerToNamedMatmul(MatmulOp op, PatternRewriter &rewriter) {
   Value init = filledTensor(rewriter, loc, flatType,
                             rewriter.getF32FloatAttr(0.0f));
   SmallVector<NamedAttribute> attrs;
-  if (op.getTransposeRhs()) {
+  if (op.getTransposeRhs() || op.getTransposeLhs()) {
     auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+    AffineMap a = op.getTransposeLhs() ? AffineMap::get(3, 0, {d(2), d(0)}, ctx)
+                                       : AffineMap::get(3, 0, {d(0), d(2)}, ctx);
+    AffineMap b = op.getTransposeRhs() ? AffineMap::get(3, 0, {d(1), d(2)}, ctx)
+                                       : AffineMap::get(3, 0, {d(2), d(1)}, ctx);
     attrs.push_back(rewriter.getNamedAttr(
         "indexing_maps",
         rewriter.getAffineMapArrayAttr(
-            {AffineMap::get(3, 0, {d(0), d(2)}, ctx),
-             AffineMap::get(3, 0, {d(1), d(2)}, ctx),
-             AffineMap::get(3, 0, {d(0), d(1)}, ctx)})));
+            {a, b, AffineMap::get(3, 0, {d(0), d(1)}, ctx)})));
   }
   Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{flatType},
                                            ValueRange{lhs, op.getRhs()},
@@ -238,11 +244,77 @@ Value lowerToNamedMatmul(MatmulOp op, PatternRewriter &rewriter) {
   return product;
 }
 
+/// f32 products of two operands with the same batch dimensions ([..., M, K]
+/// x [..., K, N], either transposed) become one linalg.batch_matmul over the
+/// flattened batch, which the CPU pipeline hands to the runtime's batched
+/// GEMM kernel. Returns null when the product has another form.
+Value lowerToBatchMatmul(MatmulOp op, PatternRewriter &rewriter) {
+  auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
+  auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
+  RankedTensorType result = op.getType();
+  int64_t rank = result.getRank();
+  if (!result.getElementType().isF32() || rank < 3 ||
+      lhsType.getRank() != rank || rhsType.getRank() != rank ||
+      !result.hasStaticShape() ||
+      lhsType.getShape().drop_back(2) != result.getShape().drop_back(2) ||
+      rhsType.getShape().drop_back(2) != result.getShape().drop_back(2))
+    return Value();
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  int64_t batch = 1;
+  for (int64_t d : result.getShape().drop_back(2))
+    batch *= d;
+  SmallVector<ReassociationIndices> groups;
+  ReassociationIndices outer;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    outer.push_back(d);
+  groups = {outer, {rank - 2}, {rank - 1}};
+  auto collapse = [&](Value v) -> Value {
+    auto type = cast<RankedTensorType>(v.getType());
+    if (rank == 3)
+      return v;
+    return tensor::CollapseShapeOp::create(
+        rewriter, loc,
+        RankedTensorType::get({batch, type.getDimSize(rank - 2),
+                               type.getDimSize(rank - 1)},
+                              rewriter.getF32Type()),
+        v, groups);
+  };
+  auto flatType = RankedTensorType::get(
+      {batch, result.getDimSize(rank - 2), result.getDimSize(rank - 1)},
+      rewriter.getF32Type());
+  Value init = filledTensor(rewriter, loc, flatType,
+                            rewriter.getF32FloatAttr(0.0f));
+  auto d = [&](unsigned i) { return getAffineDimExpr(i, ctx); };
+  AffineMap a = op.getTransposeLhs() ? AffineMap::get(4, 0, {d(0), d(3), d(1)}, ctx)
+                                     : AffineMap::get(4, 0, {d(0), d(1), d(3)}, ctx);
+  AffineMap b = op.getTransposeRhs() ? AffineMap::get(4, 0, {d(0), d(2), d(3)}, ctx)
+                                     : AffineMap::get(4, 0, {d(0), d(3), d(2)}, ctx);
+  SmallVector<NamedAttribute> attrs{rewriter.getNamedAttr(
+      "indexing_maps",
+      rewriter.getAffineMapArrayAttr(
+          {a, b, AffineMap::get(4, 0, {d(0), d(1), d(2)}, ctx)}))};
+  Value product =
+      linalg::BatchMatmulOp::create(rewriter, loc, TypeRange{flatType},
+                                    ValueRange{collapse(op.getLhs()),
+                                               collapse(op.getRhs())},
+                                    ValueRange{init}, attrs)
+          .getResult(0);
+  if (rank > 3)
+    product = tensor::ExpandShapeOp::create(rewriter, loc, result, product,
+                                            groups);
+  return product;
+}
+
 struct MatmulLowering : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp op,
                                 PatternRewriter &rewriter) const override {
     if (Value product = lowerToNamedMatmul(op, rewriter)) {
+      rewriter.replaceOp(op, product);
+      return success();
+    }
+    if (Value product = lowerToBatchMatmul(op, rewriter)) {
       rewriter.replaceOp(op, product);
       return success();
     }
@@ -1625,8 +1697,9 @@ struct LoomMatmulToKernelPass
       auto d = [&](unsigned i) { return getAffineDimExpr(i, c); };
       bool transposeB = maps[1] == AffineMap::get(3, 0, {d(1), d(2)}, c);
       bool plainB = maps[1] == AffineMap::get(3, 0, {d(2), d(1)}, c);
-      if ((!transposeB && !plainB) ||
-          maps[0] != AffineMap::get(3, 0, {d(0), d(2)}, c) ||
+      bool transposeA = maps[0] == AffineMap::get(3, 0, {d(2), d(0)}, c);
+      bool plainA = maps[0] == AffineMap::get(3, 0, {d(0), d(2)}, c);
+      if ((!transposeB && !plainB) || (!transposeA && !plainA) ||
           maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, c))
         return;
       for (Value operand : matmul->getOperands()) {
@@ -1647,8 +1720,57 @@ struct LoomMatmulToKernelPass
       for (Value operand : matmul->getOperands())
         args.push_back(memref::CastOp::create(b, loc, anyMatrix, operand));
       args.push_back(arith::ConstantOp::create(
-          b, loc, b.getI64IntegerAttr(transposeB ? 1 : 0)));
+          b, loc,
+          b.getI64IntegerAttr((transposeB ? 1 : 0) | (transposeA ? 2 : 0))));
       func::CallOp::create(b, loc, kernel, args);
+      matmul.erase();
+    });
+
+    auto anyBatch = MemRefType::get(
+        {dyn, dyn, dyn}, builder.getF32Type(),
+        StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn}));
+    func::FuncOp batchKernel;
+    module.walk([&](linalg::BatchMatmulOp matmul) {
+      if (!matmul.hasPureBufferSemantics())
+        return;
+      auto maps = matmul.getIndexingMapsArray();
+      MLIRContext *c = matmul.getContext();
+      auto d = [&](unsigned i) { return getAffineDimExpr(i, c); };
+      auto map = [&](unsigned x, unsigned y) {
+        return AffineMap::get(4, 0, {d(0), d(x), d(y)}, c);
+      };
+      bool transposeA = maps[0] == map(3, 1), plainA = maps[0] == map(1, 3);
+      bool transposeB = maps[1] == map(2, 3), plainB = maps[1] == map(3, 2);
+      if ((!transposeA && !plainA) || (!transposeB && !plainB) ||
+          maps[2] != map(1, 2))
+        return;
+      for (Value operand : matmul->getOperands()) {
+        auto type = dyn_cast<MemRefType>(operand.getType());
+        SmallVector<int64_t> strides;
+        int64_t offset;
+        if (!type || !type.getElementType().isF32() ||
+            failed(type.getStridesAndOffset(strides, offset)) ||
+            strides.back() != 1)
+          return;
+      }
+      if (!batchKernel) {
+        OpBuilder b(module.getBodyRegion());
+        batchKernel = func::FuncOp::create(
+            b, module.getLoc(), "loom_kernel_batch_matmul_f32",
+            b.getFunctionType({anyBatch, anyBatch, anyBatch, b.getI64Type()},
+                              {}));
+        batchKernel.setPrivate();
+        batchKernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+      }
+      OpBuilder b(matmul);
+      Location loc = matmul.getLoc();
+      SmallVector<Value> args;
+      for (Value operand : matmul->getOperands())
+        args.push_back(memref::CastOp::create(b, loc, anyBatch, operand));
+      args.push_back(arith::ConstantOp::create(
+          b, loc,
+          b.getI64IntegerAttr((transposeB ? 1 : 0) | (transposeA ? 2 : 0))));
+      func::CallOp::create(b, loc, batchKernel, args);
       matmul.erase();
     });
   }

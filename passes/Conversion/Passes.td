@@ -79,8 +79,10 @@ def LoomMatmulToKernelPass
   let summary = "hands bufferized f32 linalg.matmul ops to the runtime's GEMM";
   let description = [{
     Replaces every `linalg.matmul` on f32 memrefs with unit-stride rows (plain
-    or with its right operand transposed, as `loom-convert-loom-to-linalg`
-    emits them) by a call to `loom_kernel_matmul_f32(a, b, c, transpose_b)`,
+    or with either operand transposed, as `loom-convert-loom-to-linalg`
+    emits them) by a call to `loom_kernel_matmul_f32(a, b, c, flags)` (flags:
+    1 = `b` transposed, 2 = `a` transposed), and every `linalg.batch_matmul`
+    of that form by `loom_kernel_batch_matmul_f32(a, b, c, flags)`,
     declared with `llvm.emit_c_interface`. libloomrt implements it with
     OpenBLAS and resolves it when a bundle is loaded. `c` accumulates, as
     linalg.matmul does.

@@ -102,7 +102,8 @@ struct LoomBuildTrainStepPass
              << schedule << "' (expected constant, warmup or cosine)";
     if (schedule == "cosine" && totalSteps <= warmupSteps)
       return module.emitError("the cosine schedule needs total-steps (")
-             << totalSteps << ") greater than warmup-steps (" << warmupSteps
+             << (int64_t)totalSteps << ") greater than warmup-steps ("
+             << (int64_t)warmupSteps
              << ")";
     if (lr <= 0 || momentum < 0 || clipNorm < 0 || warmupSteps < 0)
       return module.emitError("lr must be positive and momentum, clip-norm "

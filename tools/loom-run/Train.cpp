@@ -104,8 +104,10 @@ static cl::opt<double>
              cl::init(0.0), cl::sub(trainCommand), cl::cat(trainCategory));
 static cl::opt<std::string>
     metricsPath("metrics",
-                cl::desc("Write one record per step (and per evaluation): "
-                         "JSON lines, or CSV if the name ends in .csv"),
+                cl::desc("Write one record per step (step, epoch, loss, lr, "
+                         "samples_per_sec, step_ms: the train_step call) and "
+                         "per evaluation (val_loss): JSON lines, or CSV if "
+                         "the name ends in .csv"),
                 cl::value_desc("FILE"), cl::sub(trainCommand),
                 cl::cat(trainCategory));
 static cl::opt<std::string>
@@ -536,10 +538,10 @@ int runTrain() {
     if (!metrics)
       return fail("cannot write " + metricsPath);
     if (csv && resume.empty())
-      metrics << "step,epoch,loss,lr,samples_per_sec,val_loss\n";
+      metrics << "step,epoch,loss,lr,samples_per_sec,step_ms,val_loss\n";
   }
   auto record = [&](int64_t s, int64_t epoch, double loss, double lr,
-                    double rate, double val) {
+                    double rate, double val, double stepMs) {
     if (!metrics.is_open())
       return;
     char line[256];
@@ -551,15 +553,16 @@ int runTrain() {
       return std::string(text);
     };
     if (csv)
-      std::snprintf(line, sizeof(line), "%lld,%lld,%s,%s,%s,%s\n",
+      std::snprintf(line, sizeof(line), "%lld,%lld,%s,%s,%s,%s,%s\n",
                     (long long)s, (long long)epoch,
                     field("%.9g", loss).c_str(), field("%.9g", lr).c_str(),
-                    field("%.1f", rate).c_str(), field("%.9g", val).c_str());
+                    field("%.1f", rate).c_str(), field("%.3f", stepMs).c_str(),
+                    field("%.9g", val).c_str());
     else if (std::isnan(val))
       std::snprintf(line, sizeof(line),
                     "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.9g, \"lr\": "
-                    "%.9g, \"samples_per_sec\": %.1f}\n",
-                    (long long)s, (long long)epoch, loss, lr, rate);
+                    "%.9g, \"samples_per_sec\": %.1f, \"step_ms\": %.3f}\n",
+                    (long long)s, (long long)epoch, loss, lr, rate, stepMs);
     else
       std::snprintf(line, sizeof(line),
                     "{\"step\": %lld, \"epoch\": %lld, \"val_loss\": %.9g}\n",
@@ -593,8 +596,12 @@ int runTrain() {
               buffers[i].size()));
           !e.empty())
         return fail(e);
+    auto runStart = std::chrono::steady_clock::now();
     if (std::string e = take(loom_session_run(train.get())); !e.empty())
       return fail(e);
+    double stepMs = std::chrono::duration<double, std::milli>(
+                        std::chrono::steady_clock::now() - runStart)
+                        .count();
     ++step;
     double loss = scalarOf(train.get(), lossIndex);
     double lr = lrIndex ? scalarOf(train.get(), *lrIndex) : NAN;
@@ -602,7 +609,7 @@ int runTrain() {
                          std::chrono::steady_clock::now() - started)
                          .count();
     double rate = (step - firstStep) * batch / std::max(elapsed, 1e-9);
-    record(step, epoch, loss, lr, rate, NAN);
+    record(step, epoch, loss, lr, rate, NAN, stepMs);
     trainCurve.points.push_back({(double)step, loss});
     if (!std::isfinite(loss))
       return fail("the loss is " + std::to_string(loss) + " at step " +
@@ -628,7 +635,7 @@ int runTrain() {
       double val;
       if (!evaluate(val))
         return 1;
-      record(step, epoch, NAN, NAN, NAN, val);
+      record(step, epoch, NAN, NAN, NAN, val, NAN);
       valCurve.points.push_back({(double)step, val});
       bool improved = val < bestVal - minDelta;
       outs() << format("eval at step %lld: val_loss %.6f", (long long)step,
