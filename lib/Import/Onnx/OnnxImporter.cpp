@@ -203,6 +203,8 @@ private:
                                         Location loc, bool allowDynamic);
   /// Applies --input-shape to the model's inputs, before shape inference.
   LogicalResult fixInputShapes(onnx::GraphProto &graph, Location loc);
+  LogicalResult checkBeforeInference(const onnx::ModelProto &model,
+                                     Location loc);
   LogicalResult importNode(const onnx::NodeProto &node, unsigned index);
   Location graphLoc() { return FileLineColLoc::get(ctx, bufferName, 0, 0); }
 
@@ -287,6 +289,63 @@ LogicalResult GraphImporter::fixInputShapes(onnx::GraphProto &graph,
   return success();
 }
 
+/// The rank of `name` where the graph declares it (inputs, initializers,
+/// value_info), or -1.
+static int64_t declaredRank(const onnx::GraphProto &graph,
+                            const std::string &name) {
+  for (const auto &init : graph.initializer())
+    if (init.name() == name)
+      return init.dims_size();
+  auto fromInfo = [&](const auto &infos) -> int64_t {
+    for (const auto &info : infos)
+      if (info.name() == name && info.type().has_tensor_type() &&
+          info.type().tensor_type().has_shape())
+        return info.type().tensor_type().shape().dim_size();
+    return -1;
+  };
+  int64_t rank = fromInfo(graph.input());
+  return rank >= 0 ? rank : fromInfo(graph.value_info());
+}
+
+/// ONNX 1.12's shape inference reads past the input's dimensions for some
+/// malformed nodes and crashes (found by fuzzing: LayerNormalization with an
+/// axis beyond the input's rank). Those nodes are checked first: the input's
+/// rank comes from the graph's declarations or, failing that, from shape
+/// inference over the nodes before it, which cannot reach the bad node.
+LogicalResult GraphImporter::checkBeforeInference(
+    const onnx::ModelProto &model, Location loc) {
+  const onnx::GraphProto &graph = model.graph();
+  for (int k = 0; k < graph.node_size(); ++k) {
+    const onnx::NodeProto &node = graph.node(k);
+    if (node.op_type() != "LayerNormalization" || node.input_size() == 0)
+      continue;
+    int64_t axis = -1;
+    for (const auto &attr : node.attribute())
+      if (attr.name() == "axis")
+        axis = attr.i();
+    int64_t rank = declaredRank(graph, node.input(0));
+    if (rank < 0) {
+      onnx::ModelProto prefix = model;
+      auto *nodes = prefix.mutable_graph()->mutable_node();
+      nodes->erase(nodes->begin() + k, nodes->end());
+      try {
+        onnx::ShapeInferenceOptions options(true, 1, true);
+        onnx::shape_inference::InferShapes(
+            prefix, onnx::OpSchemaRegistry::Instance(), options);
+      } catch (const std::exception &) {
+        // The full inference reports this error before it reaches node k.
+        return success();
+      }
+      rank = declaredRank(prefix.graph(), node.input(0));
+    }
+    if (rank >= 0 && (axis < -rank || axis >= rank))
+      return emitError(loc) << "LayerNormalization node \"" << node.name()
+                            << "\": axis " << axis
+                            << " is out of range for an input of rank " << rank;
+  }
+  return success();
+}
+
 OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
   Location loc = graphLoc();
   // Opsets.
@@ -320,6 +379,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
     emitError(loc) << "ONNX checker rejected the model: " << oneLine(e.what());
     return nullptr;
   }
+  if (failed(checkBeforeInference(model, loc)))
+    return nullptr;
   try {
     onnx::ShapeInferenceOptions inferOptions(/*check_type=*/true,
                                              /*strict_mode=*/1,

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Training-step time of Loom vs PyTorch (eager, torch.compile) and JAX/XLA.
+
+The same models train with AdamW on the same shapes in one run on this
+machine, 2 threads each:
+
+  mlp  784-1024-1024-10, batch 256, cross-entropy (attached by loomc --loss)
+  gpt  2 layers, d_model 128, 4 heads, vocabulary 256, batch 8, sequence 128,
+       with its loss inside the ONNX graph
+
+A step is forward, backward and the optimizer update. The time reported is
+the median over --steps steps after --warmup steps (Loom: the `step_ms`
+that `loom-run train --metrics` records around each train_step call).
+FLOPs per step are counted analytically (matmuls only: 2 per multiply-add,
+backward twice the forward); the peak is a 2048^3 fp32 matmul in PyTorch.
+
+Needs torch and numpy (pip), optionally jax, and a built tree:
+    make build && python3 bench/train.py
+"""
+import argparse
+import importlib.util
+import inspect
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def load_gpt():
+    spec = importlib.util.spec_from_file_location(
+        "generate", os.path.join(ROOT, "test", "models", "generate.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.GPT
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(784, 1024)
+        self.fc2 = nn.Linear(1024, 1024)
+        self.fc3 = nn.Linear(1024, 10)
+
+    def forward(self, x):
+        return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+def make_gpt_with_loss(GPT):
+    class GPTWithLoss(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gpt = GPT(vocab=256, seq_len=128, d_model=128, n_heads=4, n_layers=2)
+
+        def forward(self, tokens, targets):
+            logits = self.gpt(tokens)
+            return F.cross_entropy(logits.reshape(-1, 256), targets.reshape(-1))
+
+    return GPTWithLoss
+
+
+def gemm_peak():
+    a = torch.randn(2048, 2048)
+    b = torch.randn(2048, 2048)
+    for _ in range(2):
+        a @ b
+    best = min(timed(lambda: a @ b) for _ in range(5))
+    return 2 * 2048 ** 3 / best / 1e9
+
+
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def export(model, args, names, outputs, path):
+    kw = dict(input_names=names, output_names=outputs, opset_version=17,
+              do_constant_folding=False)
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kw["dynamo"] = False
+    with torch.no_grad():
+        torch.onnx.export(model, args, path, **kw)
+
+
+def loom_step_ms(build, workdir, name, onnx_path, loss_flags, data, steps, warmup):
+    bundle = os.path.join(workdir, name + ".loom")
+    subprocess.run([os.path.join(build, "bin", "loomc"), onnx_path, "--train",
+                    "--optimizer=adamw", "--lr=1e-3", *loss_flags, "-o", bundle],
+                   check=True)
+    args = [os.path.join(build, "bin", "loom-run"), "train", bundle,
+            "--steps", str(steps + warmup), "--no-shuffle",
+            "--metrics", os.path.join(workdir, name + ".jsonl"), "--log-every", "1000"]
+    for key, array in data.items():
+        path = os.path.join(workdir, f"{name}.{key}.npy")
+        np.save(path, array)
+        args += ["--data", f"{key}={path}"]
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
+    with open(os.path.join(workdir, name + ".jsonl")) as f:
+        times = [json.loads(line)["step_ms"] for line in f if '"step_ms"' in line]
+    return statistics.median(times[warmup:])
+
+
+def torch_step_ms(model, loss_fn, steps, warmup, compiled=False):
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    fn = torch.compile(loss_fn) if compiled else loss_fn
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = fn(model)
+        loss.backward()
+        opt.step()
+
+    for _ in range(warmup):
+        step()
+    return statistics.median(timed(step) for _ in range(steps)) * 1e3
+
+
+def jax_step_ms(kind, params, batch, steps, warmup):
+    import jax
+    import jax.numpy as jnp
+
+    def mlp_loss(p, x, y):
+        h = jax.nn.relu(x @ p["fc1.weight"].T + p["fc1.bias"])
+        h = jax.nn.relu(h @ p["fc2.weight"].T + p["fc2.bias"])
+        logits = h @ p["fc3.weight"].T + p["fc3.bias"]
+        logp = jax.nn.log_softmax(logits)
+        return -jnp.mean(jnp.take_along_axis(logp, y[:, None], axis=1))
+
+    def ln(x, w, b):
+        m = x.mean(-1, keepdims=True)
+        v = ((x - m) ** 2).mean(-1, keepdims=True)
+        return (x - m) / jnp.sqrt(v + 1e-5) * w + b
+
+    def gpt_loss(p, tokens, targets):
+        B, T = tokens.shape
+        x = p["gpt.tok_emb.weight"][tokens] + p["gpt.pos_emb.weight"][:T]
+        mask = jnp.tril(jnp.ones((T, T), bool))
+        for i in range(2):
+            q = f"gpt.blocks.{i}."
+            h = ln(x, p[q + "ln1.weight"], p[q + "ln1.bias"])
+            qkv = h @ p[q + "attn.qkv.weight"].T + p[q + "attn.qkv.bias"]
+            qq, kk, vv = jnp.split(qkv, 3, axis=-1)
+            heads = lambda t: t.reshape(B, T, 4, 32).transpose(0, 2, 1, 3)
+            att = heads(qq) @ heads(kk).transpose(0, 1, 3, 2) / math.sqrt(32)
+            att = jax.nn.softmax(jnp.where(mask, att, -jnp.inf), axis=-1)
+            y = (att @ heads(vv)).transpose(0, 2, 1, 3).reshape(B, T, 128)
+            x = x + y @ p[q + "attn.proj.weight"].T + p[q + "attn.proj.bias"]
+            h = ln(x, p[q + "ln2.weight"], p[q + "ln2.bias"])
+            h = jax.nn.gelu(h @ p[q + "mlp.0.weight"].T + p[q + "mlp.0.bias"],
+                            approximate=False)
+            x = x + h @ p[q + "mlp.2.weight"].T + p[q + "mlp.2.bias"]
+        x = ln(x, p["gpt.ln_f.weight"], p["gpt.ln_f.bias"])
+        logp = jax.nn.log_softmax(x @ p["gpt.lm_head.weight"].T)
+        return -jnp.mean(jnp.take_along_axis(logp, targets[..., None], axis=-1))
+
+    loss_fn = mlp_loss if kind == "mlp" else gpt_loss
+
+    @jax.jit
+    def step(p, m, v, t, *batch):
+        loss, g = jax.value_and_grad(loss_fn)(p, *batch)
+        b1, b2, lr, wd = 0.9, 0.999, 1e-3, 0.01
+        m = jax.tree.map(lambda m, g: b1 * m + (1 - b1) * g, m, g)
+        v = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, v, g)
+        c1, c2 = 1 - b1 ** t, 1 - b2 ** t
+        p = jax.tree.map(lambda p, m, v: p * (1 - lr * wd)
+                         - lr / c1 * m / (jnp.sqrt(v / c2) + 1e-8), p, m, v)
+        return p, m, v, loss
+
+    p = {k: jnp.asarray(v) for k, v in params.items()}
+    m = jax.tree.map(jnp.zeros_like, p)
+    v = jax.tree.map(jnp.zeros_like, p)
+    batch = [jnp.asarray(a) for a in batch]
+    t = 1.0
+
+    def run():
+        nonlocal p, m, v, t
+        p, m, v, loss = step(p, m, v, t, *batch)
+        loss.block_until_ready()
+        t += 1
+
+    for _ in range(warmup):
+        run()
+    return statistics.median(timed(run) for _ in range(steps)) * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--no-compile", action="store_true",
+                        help="skip torch.compile (its first compile takes minutes)")
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    peak = gemm_peak()
+    print(f"fp32 GEMM peak (PyTorch, 2048^3, 2 threads): {peak:.1f} GFLOP/s")
+
+    GPT = make_gpt_with_loss(load_gpt())
+    rows = []
+    with tempfile.TemporaryDirectory() as work:
+        total = args.steps + args.warmup
+        # MLP
+        mlp = MLP()
+        x = rng.standard_normal((256 * total, 784)).astype(np.float32)
+        y = rng.integers(0, 10, 256 * total)
+        onnx_path = os.path.join(work, "mlp.onnx")
+        export(mlp, (torch.zeros(256, 784),), ["x"], ["logits"], onnx_path)
+        linear = 784 * 1024 + 1024 * 1024 + 1024 * 10
+        flops = 3 * 2 * 256 * linear
+        xb, yb = torch.from_numpy(x[:256]), torch.from_numpy(y[:256])
+        rows.append(("mlp", flops, {
+            "loom": loom_step_ms(args.build, work, "mlp", onnx_path,
+                                 ["--loss=cross-entropy:labels"],
+                                 {"x": x, "labels": y}, args.steps, args.warmup),
+            "torch eager": torch_step_ms(MLP(), lambda m: F.cross_entropy(m(xb), yb),
+                                         args.steps, args.warmup),
+            "torch.compile": None if args.no_compile else torch_step_ms(
+                MLP(), lambda m: F.cross_entropy(m(xb), yb), args.steps, args.warmup,
+                compiled=True),
+            "jax": try_jax("mlp", mlp, [x[:256], y[:256]], args),
+        }))
+        # GPT
+        gpt = GPT()
+        toks = rng.integers(0, 256, (8 * total, 128))
+        tgts = rng.integers(0, 256, (8 * total, 128))
+        onnx_path = os.path.join(work, "gpt.onnx")
+        zeros = torch.zeros(8, 128, dtype=torch.long)
+        export(gpt, (zeros, zeros), ["tokens", "targets"], ["loss"], onnx_path)
+        d, T, B = 128, 128, 8
+        per_layer = 2 * B * T * (3 * d * d + d * d + 8 * d * d) + 2 * 2 * B * T * T * d
+        flops = 3 * (2 * per_layer + 2 * B * T * d * 256)
+        tb = torch.from_numpy(toks[:8])
+        gb = torch.from_numpy(tgts[:8])
+        rows.append(("gpt", flops, {
+            "loom": loom_step_ms(args.build, work, "gpt", onnx_path, [],
+                                 {"tokens": toks, "targets": tgts},
+                                 args.steps, args.warmup),
+            "torch eager": torch_step_ms(GPT(), lambda m: m(tb, gb), args.steps,
+                                         args.warmup),
+            "torch.compile": None if args.no_compile else torch_step_ms(
+                GPT(), lambda m: m(tb, gb), args.steps, args.warmup, compiled=True),
+            "jax": try_jax("gpt", gpt, [toks[:8], tgts[:8]], args),
+        }))
+
+    print(f"\n{'model':6s} {'framework':14s} {'step ms':>9s} {'GFLOP/s':>9s} "
+          f"{'% peak':>7s} {'loom/x':>7s}")
+    for name, flops, times in rows:
+        for fw, ms in times.items():
+            if ms is None:
+                print(f"{name:6s} {fw:14s} {'n/a':>9s}")
+                continue
+            rate = flops / (ms / 1e3) / 1e9
+            print(f"{name:6s} {fw:14s} {ms:9.2f} {rate:9.1f} {100 * rate / peak:6.1f}% "
+                  f"{times['loom'] / ms:7.2f}")
+
+
+def try_jax(kind, model, batch, args):
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return None
+    params = {k: v.detach().numpy() for k, v in model.named_parameters()}
+    return jax_step_ms(kind, params, batch, args.steps, args.warmup)
+
+
+if __name__ == "__main__":
+    main()

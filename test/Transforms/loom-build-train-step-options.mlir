@@ -1,0 +1,12 @@
+// RUN: not loom-opt %s --loom-build-train-step="optimizer=rmsprop" 2>&1 | FileCheck %s --check-prefix=OPT
+// RUN: not loom-opt %s --loom-build-train-step="loss=hinge:y" 2>&1 | FileCheck %s --check-prefix=LOSS
+// RUN: not loom-opt %s --loom-build-train-step="schedule=cosine warmup-steps=10 total-steps=5" 2>&1 | FileCheck %s --check-prefix=COS
+// RUN: not loom-opt %s --loom-build-train-step="nesterov=true" 2>&1 | FileCheck %s --check-prefix=NEST
+// OPT: error: unknown optimizer 'rmsprop' (expected sgd, adam or adamw)
+// LOSS: error: unknown loss 'hinge:y' (expected cross-entropy:LABELS or mse:TARGET)
+// COS: error: the cosine schedule needs total-steps (5) greater than warmup-steps (10)
+// NEST: error: nesterov needs the sgd optimizer with a positive momentum
+func.func @f(%w: tensor<3xf32> {loom.param = "w", loom.init = dense<0.5> : tensor<3xf32>}) -> tensor<f32> {
+  %0 = loom.reduce_sum %w {axes = array<i64>} : (tensor<3xf32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
