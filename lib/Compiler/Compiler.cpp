@@ -97,6 +97,7 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     pass.totalSteps = t.totalSteps;
     pass.minLr = t.minLr;
     pass.clipNorm = t.clipNorm;
+    pass.accumulate = t.accumulate;
     PassManager pm(module.get()->getName());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();

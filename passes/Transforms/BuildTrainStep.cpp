@@ -108,6 +108,9 @@ struct LoomBuildTrainStepPass
     if (lr <= 0 || momentum < 0 || clipNorm < 0 || warmupSteps < 0)
       return module.emitError("lr must be positive and momentum, clip-norm "
                               "and warmup-steps not negative");
+    if (accumulate < 1)
+      return module.emitError("accumulate must be at least 1, got ")
+             << (int64_t)accumulate;
     if (nesterov && (optimizer != "sgd" || momentum <= 0))
       return module.emitError("nesterov needs the sgd optimizer with a "
                               "positive momentum");
@@ -333,6 +336,40 @@ struct LoomBuildTrainStepPass
     Value stepF = CastOp::create(b, loc, RankedTensorType::get({}, f32), step);
     Value rate = learningRate(s, stepF);
 
+    // Gradient accumulation: each call adds its micro-batch's gradient to an
+    // accumulator; every `accumulate`-th call applies the optimizer to their
+    // mean and resets the accumulators. Between, parameters, optimizer state
+    // and the step counter keep their values.
+    Value apply;
+    SmallVector<Value> accumulators, accumulated;
+    Value micro, microNext;
+    auto i64Scalar = [&](int64_t v) -> Value {
+      return ConstantOp::create(
+          b, loc,
+          cast<ElementsAttr>(DenseElementsAttr::get(
+              stepType, b.getIntegerAttr(b.getI64Type(), v))));
+    };
+    if (accumulate > 1) {
+      micro = addState(train, stepType, "micro_step");
+      b.setInsertionPoint(ret);
+      microNext = AddOp::create(b, loc, micro, i64Scalar(1));
+      apply = EqualOp::create(b, loc, microNext, i64Scalar(accumulate));
+      for (unsigned i : trainable) {
+        Value acc = addState(train, params[i].getType(),
+                             names[i] + ".grad_accumulator");
+        b.setInsertionPoint(ret);
+        Value sum = AddOp::create(b, loc, acc, (*grads)[i]);
+        accumulators.push_back(acc);
+        accumulated.push_back(sum);
+        (*grads)[i] = MulOp::create(
+            b, loc, sum, like(s.constant(1.0 / (double)accumulate), params[i]));
+      }
+    }
+    auto whenApplied = [&](Value next, Value old) -> Value {
+      return apply ? WhereOp::create(b, loc, apply, next, old).getResult()
+                   : next;
+    };
+
     // Global-norm clipping.
     if (clipNorm > 0) {
       Value total = s.constant(0.0);
@@ -352,7 +389,7 @@ struct LoomBuildTrainStepPass
     SmallVector<Value> results{*lossValue, rate};
     SmallVector<DictionaryAttr> attrs{outputAttr(b, "loss"),
                                       outputAttr(b, "lr")};
-    SmallVector<Value> stateResults;
+    SmallVector<Value> stateResults, stateOld;
     SmallVector<DictionaryAttr> stateAttrs;
     Value t = s.add(stepF, 1.0); // 1-based step for Adam's bias correction
     for (unsigned i : trainable) {
@@ -376,6 +413,7 @@ struct LoomBuildTrainStepPass
           b.setInsertionPoint(ret);
           Value next = addv(mul(buf, c(s.constant(momentum))), g);
           stateResults.push_back(next);
+          stateOld.push_back(buf);
           stateAttrs.push_back(outputAttr(b, name.str() + ".momentum.next",
                                           name.str() + ".momentum"));
           direction =
@@ -405,22 +443,39 @@ struct LoomBuildTrainStepPass
         updated = SubOp::create(
             b, loc, p, mul(DivOp::create(b, loc, m2, denom), c(stepSize)));
         stateResults.append({m2, v2});
+        stateOld.append({m, v});
         stateAttrs.push_back(outputAttr(b, name.str() + ".exp_avg.next",
                                         name.str() + ".exp_avg"));
         stateAttrs.push_back(outputAttr(b, name.str() + ".exp_avg_sq.next",
                                         name.str() + ".exp_avg_sq"));
       }
-      results.push_back(updated);
+      results.push_back(whenApplied(updated, params[i]));
       attrs.push_back(outputAttr(b, name.str() + ".next", name));
     }
-    results.append(stateResults);
+    for (auto [next, old] : llvm::zip(stateResults, stateOld))
+      results.push_back(whenApplied(next, old));
     attrs.append(stateAttrs);
     Value one = ConstantOp::create(
         b, loc,
         cast<ElementsAttr>(DenseElementsAttr::get(
             stepType, b.getIntegerAttr(b.getI64Type(), 1))));
-    results.push_back(AddOp::create(b, loc, step, one));
+    results.push_back(whenApplied(AddOp::create(b, loc, step, one), step));
     attrs.push_back(outputAttr(b, "step.next", "step"));
+    if (apply) {
+      for (auto [i, acc, sum] :
+           llvm::zip(trainable, accumulators, accumulated)) {
+        Value zero = ConstantOp::create(
+            b, loc,
+            cast<ElementsAttr>(DenseElementsAttr::get(
+                cast<RankedTensorType>(acc.getType()),
+                b.getFloatAttr(getElementTypeOrSelf(acc.getType()), 0.0))));
+        results.push_back(WhereOp::create(b, loc, apply, zero, sum));
+        attrs.push_back(outputAttr(b, names[i] + ".grad_accumulator.next",
+                                   names[i] + ".grad_accumulator"));
+      }
+      results.push_back(WhereOp::create(b, loc, apply, i64Scalar(0), microNext));
+      attrs.push_back(outputAttr(b, "micro_step.next", "micro_step"));
+    }
     setResults(train, results, attrs);
 
     // The configuration, for the bundle's manifest.
@@ -433,6 +488,7 @@ struct LoomBuildTrainStepPass
         b.getNamedAttr("total_steps", b.getI64IntegerAttr(totalSteps)),
         b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr)),
         b.getNamedAttr("clip_norm", b.getF64FloatAttr(clipNorm)),
+        b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
         b.getNamedAttr("forward", b.getStringAttr(forward.getSymName())),
         b.getNamedAttr("train_entry", b.getStringAttr("train_step")),
         b.getNamedAttr("eval_entry", b.getStringAttr("eval_step"))};

@@ -80,6 +80,14 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
        steps, then constant); `cosine` (the same warmup, then cosine decay to
        `min-lr` at `total-steps`).
 
+    6. With `accumulate` = K > 1, each call is one micro-batch: its gradient
+       is added to an accumulator (state `<param>.grad_accumulator`, counter
+       `micro_step`), and every K-th call the optimizer steps with the mean of
+       the K gradients (clipped as a whole) and the accumulators reset; the
+       other calls leave parameters, optimizer state and `step` unchanged.
+       With mean losses and equal micro-batches this is one step on their
+       union.
+
     Results that replace a parameter or state tensor after the step carry
     `loom.update = "<name>"`; the runtime swaps them in.
   }];
@@ -109,6 +117,8 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
     Option<"minLr", "min-lr", "double", "0.0", "final learning rate (cosine)">,
     Option<"clipNorm", "clip-norm", "double", "0.0",
            "clip gradients to this global L2 norm (0: off)">,
+    Option<"accumulate", "accumulate", "int64_t", "1",
+           "micro-batches whose gradients are summed per optimizer step">,
   ];
 }
 

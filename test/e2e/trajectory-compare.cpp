@@ -1,12 +1,13 @@
 //===- trajectory-compare.cpp - training losses against a reference -------===//
 //
-//   trajectory-compare METRICS.jsonl REF [--rtol R] [--params DIR
+//   trajectory-compare METRICS.jsonl REF [--rtol R] [--group K] [--params DIR
 //                      [--param-rtol P] [--skip NAME]...]
 //
 // Reads the "loss" of every step record of a `loom-run train --metrics`
 // file and compares step i with element i of REF.losses.npy: each must
 // satisfy |loss - ref| <= R * |ref| (default 1e-4), and the counts must
-// agree. With --params, every reference parameter REF.<name>.npy is also
+// agree. `--group K` first averages each K consecutive losses (the
+// micro-batches of one step with gradient accumulation). With --params, every reference parameter REF.<name>.npy is also
 // compared with DIR/<name>.npy (from `loom-run train --save-params DIR`):
 // max|loom - ref| <= P * max|ref| (default 1e-4); --skip leaves a parameter
 // out (the test says why). Exits 1 on any mismatch.
@@ -34,6 +35,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   double rtol = 1e-4, paramRtol = 1e-4;
+  int group = 1;
   std::string paramsDir;
   std::vector<std::string> skip;
   for (int i = 3; i + 1 < argc; i += 2) {
@@ -42,6 +44,8 @@ int main(int argc, char **argv) {
       rtol = std::atof(argv[i + 1]);
     else if (flag == "--param-rtol")
       paramRtol = std::atof(argv[i + 1]);
+    else if (flag == "--group")
+      group = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--params")
       paramsDir = argv[i + 1];
     else if (flag == "--skip")
@@ -67,6 +71,18 @@ int main(int argc, char **argv) {
     }
     if (record.contains("loss"))
       losses.push_back(record["loss"].get<double>());
+  }
+  if (group > 1) {
+    std::vector<double> means;
+    for (size_t i = 0; i + group <= losses.size(); i += group) {
+      double sum = 0;
+      for (int j = 0; j < group; ++j)
+        sum += losses[i + j];
+      means.push_back(sum / group);
+    }
+    if (losses.size() % group)
+      means.push_back(NAN); // an incomplete group never matches
+    losses = std::move(means);
   }
   loom::npy::Array ref;
   std::string error;

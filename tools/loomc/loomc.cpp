@@ -123,6 +123,13 @@ static cl::opt<double> clipNorm("clip-grad-norm",
                                          "norm (default: off)"),
                                 cl::init(0.0), cl::cat(trainCategory));
 
+static cl::opt<int64_t>
+    gradAccumulation("grad-accumulation",
+                     cl::desc("Micro-batches per optimizer step: each run "
+                              "adds its gradient, every N-th run updates "
+                              "with their mean (default 1)"),
+                     cl::init(1), cl::cat(trainCategory));
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
@@ -161,7 +168,8 @@ int main(int argc, char **argv) {
                           (cl::Option *)&optimizer, (cl::Option *)&lr,
                           (cl::Option *)&momentum, (cl::Option *)&nesterov,
                           (cl::Option *)&weightDecay, (cl::Option *)&schedule,
-                          (cl::Option *)&clipNorm})
+                          (cl::Option *)&clipNorm,
+                          (cl::Option *)&gradAccumulation})
     trainingFlag |= opt->getNumOccurrences() > 0;
   if (trainingFlag && !train) {
     WithColor::error(errs(), "loomc")
@@ -185,6 +193,7 @@ int main(int argc, char **argv) {
     t.totalSteps = totalSteps;
     t.minLr = minLr;
     t.clipNorm = clipNorm;
+    t.accumulate = gradAccumulation;
     options.train = t;
   }
 

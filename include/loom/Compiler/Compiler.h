@@ -54,6 +54,7 @@ struct TrainOptions {
   int64_t totalSteps = 0;
   double minLr = 0.0;
   double clipNorm = 0.0;
+  int64_t accumulate = 1;
 };
 
 struct CompilerOptions {
