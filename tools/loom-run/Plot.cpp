@@ -7,9 +7,29 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 
 namespace {
-constexpr int kWidth = 800, kHeight = 480, kMargin = 40;
+constexpr int kWidth = 800, kHeight = 480, kMargin = 56;
+
+/// A 5x7 bitmap font for axis labels: one 5-bit row mask per line, top
+/// first, most significant bit leftmost.
+struct Glyph {
+  char c;
+  unsigned char rows[7];
+};
+constexpr Glyph kFont[] = {
+    {'0', {14, 17, 19, 21, 25, 17, 14}}, {'1', {4, 12, 4, 4, 4, 4, 14}},
+    {'2', {14, 17, 1, 2, 4, 8, 31}},     {'3', {31, 2, 4, 2, 1, 17, 14}},
+    {'4', {2, 6, 10, 18, 31, 2, 2}},     {'5', {31, 16, 30, 1, 1, 17, 14}},
+    {'6', {6, 8, 16, 30, 17, 17, 14}},   {'7', {31, 1, 2, 4, 8, 8, 8}},
+    {'8', {14, 17, 17, 14, 17, 17, 14}}, {'9', {14, 17, 17, 15, 1, 2, 12}},
+    {'.', {0, 0, 0, 0, 0, 12, 12}},      {'-', {0, 0, 0, 31, 0, 0, 0}},
+    {'e', {0, 0, 14, 17, 31, 16, 14}},   {'l', {12, 4, 4, 4, 4, 4, 14}},
+    {'o', {0, 0, 14, 17, 17, 17, 14}},   {'s', {0, 0, 15, 16, 14, 1, 30}},
+    {'t', {8, 8, 28, 8, 8, 9, 6}},       {'p', {0, 0, 30, 17, 30, 16, 16}},
+    {'+', {0, 4, 4, 31, 4, 4, 0}},       {' ', {0, 0, 0, 0, 0, 0, 0}},
+};
 
 struct Canvas {
   std::vector<unsigned char> pixels =
@@ -18,6 +38,22 @@ struct Canvas {
     if (x < 0 || y < 0 || x >= kWidth || y >= kHeight)
       return;
     std::copy(rgb, rgb + 3, &pixels[(y * kWidth + x) * 3]);
+  }
+  /// `text` with its top-left corner at (x, y), 2 pixels per font pixel.
+  void text(int x, int y, const std::string &text, const unsigned char *rgb) {
+    for (char c : text) {
+      for (const Glyph &g : kFont) {
+        if (g.c != c)
+          continue;
+        for (int r = 0; r < 7; ++r)
+          for (int col = 0; col < 5; ++col)
+            if (g.rows[r] & (16 >> col))
+              for (int dy = 0; dy < 2; ++dy)
+                for (int dx = 0; dx < 2; ++dx)
+                  set(x + 2 * col + dx, y + 2 * r + dy, rgb);
+      }
+      x += 12;
+    }
   }
   /// A 2-pixel-wide line (Bresenham).
   void line(int x0, int y0, int x1, int y1, const unsigned char *rgb) {
@@ -80,6 +116,20 @@ bool loom::writePlot(const std::string &path, const std::vector<Curve> &curves,
   canvas.line(kMargin, kHeight - kMargin, kWidth - kMargin, kHeight - kMargin,
               axis);
   canvas.line(kMargin, kMargin, kMargin, kHeight - kMargin, axis);
+  // Axis labels: the value range on the left, the step range below.
+  auto number = [](double v, const char *format = "%.6g") {
+    char buffer[32];
+    std::snprintf(buffer, sizeof(buffer), format, v);
+    return std::string(buffer);
+  };
+  canvas.text(4, kMargin - 7, number(ymax, "%.3g"), axis);
+  canvas.text(4, kHeight - kMargin - 7, number(ymin, "%.3g"), axis);
+  canvas.text(4, kHeight / 2 - 7, "loss", axis);
+  canvas.text(kMargin, kHeight - kMargin + 10, number(xmin), axis);
+  std::string last = number(xmax);
+  canvas.text(kWidth - kMargin - 12 * (int)last.size(),
+              kHeight - kMargin + 10, last, axis);
+  canvas.text(kWidth / 2 - 24, kHeight - kMargin + 10, "step", axis);
   for (const Curve &c : curves) {
     const std::pair<double, double> *prev = nullptr;
     for (const auto &p : c.points) {

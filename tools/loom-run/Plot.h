@@ -15,8 +15,9 @@ struct Curve {
   unsigned char rgb[3];
 };
 
-/// Draws `curves` on shared axes (x: step, y: value, both scaled to the data
-/// with light grid lines at 1/4, 1/2 and 3/4) and writes a PNG with libpng.
+/// Draws `curves` on shared axes (x: step, y: loss, both scaled to the data,
+/// with light grid lines at 1/4, 1/2 and 3/4 and the ranges written at the
+/// axes' ends) and writes a PNG with libpng.
 bool writePlot(const std::string &path, const std::vector<Curve> &curves,
                std::string &error);
 
