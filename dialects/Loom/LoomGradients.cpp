@@ -470,6 +470,129 @@ LogicalResult gradient(LayerNormOp op, GradBuilder &h, ArrayRef<Value> g,
   return success();
 }
 
+LogicalResult gradient(BatchNormTrainOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // The running statistics are state, not differentiated.
+  if (g[3] || g[4])
+    return op.emitOpError(
+        "cannot differentiate through its saved batch statistics");
+  if (!g[0])
+    return success();
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  SmallVector<int64_t> axes, kept(type.getRank(), 1);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (d != 1)
+      axes.push_back(d);
+  kept[1] = type.getDimSize(1);
+  Value mean = h.reshape(op.getSavedMean(), kept);
+  Value inv = h.reshape(op.getSavedInvStd(), kept);
+  Value scale = h.reshape(op.getScale(), kept);
+  Value xhat = h.mul(h.sub(op.getInput(), mean), inv);
+  auto channels = cast<RankedTensorType>(op.getScale().getType()).getShape();
+  dx[2] = h.reshape(h.sum(g[0], axes), channels);
+  dx[1] = h.reshape(h.sum(h.mul(g[0], xhat), axes), channels);
+  Value dxhat = h.mul(g[0], scale);
+  Value m1 = h.mean(dxhat, axes);
+  Value m2 = h.mean(h.mul(dxhat, xhat), axes);
+  dx[0] = h.mul(inv, h.sub(h.sub(dxhat, m1), h.mul(xhat, m2)));
+  return success();
+}
+
+LogicalResult gradient(ConvOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (op.getGroups() != 1)
+    return op.emitOpError("cannot differentiate a grouped convolution yet");
+  Value x = op.getInput(), w = op.getFilter(), d = g[0];
+  auto xType = cast<RankedTensorType>(x.getType());
+  auto wType = cast<RankedTensorType>(w.getType());
+  auto gType = cast<RankedTensorType>(d.getType());
+  int64_t spatial = xType.getRank() - 2;
+  ArrayRef<int64_t> strides = op.getStrides(), pads = op.getPads(),
+                    dilations = op.getDilations();
+  SmallVector<int64_t> swap01(xType.getRank());
+  for (int64_t i = 0; i < xType.getRank(); ++i)
+    swap01[i] = i;
+  std::swap(swap01[0], swap01[1]);
+  auto transpose = [&](Value v) -> Value {
+    return TransposeOp::create(h.b, h.loc, v, swap01);
+  };
+
+  if (Value bias = op.getBias()) {
+    SmallVector<int64_t> axes;
+    for (int64_t i = 0; i < gType.getRank(); ++i)
+      if (i != 1)
+        axes.push_back(i);
+    dx[2] = h.sum(d, axes, /*keepdims=*/false);
+  }
+
+  // dW[f, c, k] = sum_{n, o} g[n, f, o] x[n, c, o*s + k*dil - pad]: a
+  // convolution of x (channels as batch) by g (batch as channels) with the
+  // stride and dilation exchanged, cropped to the kernel's size.
+  {
+    Value r = ConvOp::create(h.b, h.loc, transpose(x), transpose(d), Value(),
+                             dilations, pads, strides, (uint64_t)1);
+    auto rType = cast<RankedTensorType>(r.getType());
+    SmallVector<int64_t> starts(rType.getRank(), 0), steps(rType.getRank(), 1);
+    SmallVector<int64_t> limits(rType.getShape());
+    for (int64_t i = 0; i < spatial; ++i)
+      limits[i + 2] = wType.getDimSize(i + 2);
+    if (ArrayRef<int64_t>(limits) != rType.getShape())
+      r = SliceOp::create(h.b, h.loc, r, starts, limits, steps);
+    dx[1] = transpose(r);
+  }
+
+  // dX: g spread out by the stride (zeros between), padded so that the
+  // flipped kernel slides over every input position, convolved with the
+  // flipped, channel-transposed filter.
+  {
+    // Interleave zeros: [N, F, O...] -> [N, F, O0, 1, O1, 1, ...], pad each
+    // 1 to the stride, flatten back.
+    SmallVector<int64_t> spread(gType.getShape().take_front(2));
+    SmallVector<int64_t> flat(gType.getShape().take_front(2));
+    SmallVector<int64_t> low(2, 0), high(2, 0);
+    for (int64_t i = 0; i < spatial; ++i) {
+      spread.append({gType.getDimSize(i + 2), 1});
+      flat.push_back(gType.getDimSize(i + 2) * strides[i]);
+      low.append({0, 0});
+      high.append({0, strides[i] - 1});
+    }
+    Value spreadG = h.reshape(d, spread);
+    spreadG = PadOp::create(h.b, h.loc, spreadG, low, high, PadMode::Constant,
+                            APFloat(0.0));
+    spreadG = h.reshape(spreadG, flat);
+    // Pad (or crop, where negative) so that a stride-1 convolution with the
+    // flipped kernel yields the input's size.
+    SmallVector<int64_t> padLow(2, 0), padHigh(2, 0);
+    bool any = false;
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t k = wType.getDimSize(i + 2), dil = dilations[i];
+      int64_t begin = dil * (k - 1) - pads[i];
+      int64_t used = (gType.getDimSize(i + 2) - 1) * strides[i] + 1;
+      int64_t end = xType.getDimSize(i + 2) - used + pads[i] -
+                    (strides[i] - 1);
+      padLow.push_back(begin);
+      padHigh.push_back(end);
+      any |= begin != 0 || end != 0;
+    }
+    if (any)
+      spreadG = PadOp::create(h.b, h.loc, spreadG, padLow, padHigh,
+                              PadMode::Constant, APFloat(0.0));
+    SmallVector<int64_t> starts(wType.getRank(), 0), limits(wType.getShape()),
+        steps(wType.getRank(), 1);
+    for (int64_t i = 0; i < spatial; ++i) {
+      starts[i + 2] = wType.getDimSize(i + 2) - 1;
+      limits[i + 2] = -1;
+      steps[i + 2] = -1;
+    }
+    Value flipped =
+        transpose(SliceOp::create(h.b, h.loc, w, starts, limits, steps));
+    SmallVector<int64_t> ones(spatial, 1), zeros(2 * spatial, 0);
+    dx[0] = ConvOp::create(h.b, h.loc, spreadG, flipped, Value(), ones, zeros,
+                           dilations, (uint64_t)1);
+  }
+  return success();
+}
+
 // Shape and data movement.
 LogicalResult gradient(ReshapeOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
@@ -773,6 +896,6 @@ void mlir::loom::registerGradientModels(MLIRContext *context) {
          WhereOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
          ReduceMinOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, ReshapeOp,
          TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, PadOp, GatherOp,
-         SoftmaxCrossEntropyOp, NllLossOp>(context);
+         SoftmaxCrossEntropyOp, NllLossOp, BatchNormTrainOp, ConvOp>(context);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp, ConstantOp>(context);
 }

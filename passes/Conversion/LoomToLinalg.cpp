@@ -497,6 +497,74 @@ struct BatchNormLowering : OpRewritePattern<BatchNormOp> {
   }
 };
 
+/// Batch normalization with batch statistics, decomposed into loom ops
+/// (reductions and elementwise math) that the other patterns lower:
+/// statistics over every dimension but the channel (1), the running
+/// statistics blended with `momentum` (the running variance takes the
+/// unbiased batch variance, as PyTorch).
+struct BatchNormTrainLowering : OpRewritePattern<BatchNormTrainOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(BatchNormTrainOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value x = op.getInput();
+    auto type = cast<RankedTensorType>(x.getType());
+    Type element = type.getElementType();
+    SmallVector<int64_t> axes, kept(type.getRank(), 1);
+    int64_t count = 1;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (d == 1)
+        continue;
+      axes.push_back(d);
+      count *= type.getDimSize(d);
+    }
+    kept[1] = type.getDimSize(1);
+    auto keptType = RankedTensorType::get(kept, element);
+    auto channelType = cast<RankedTensorType>(op.getScale().getType());
+    auto scalar = [&](double v) -> Value {
+      return ConstantOp::create(
+          rewriter, loc,
+          cast<ElementsAttr>(DenseElementsAttr::get(
+              RankedTensorType::get({}, element),
+              rewriter.getFloatAttr(element, v))));
+    };
+    auto asKept = [&](Value v) -> Value {
+      return ReshapeOp::create(rewriter, loc, keptType, v);
+    };
+    auto asChannel = [&](Value v) -> Value {
+      return ReshapeOp::create(rewriter, loc, channelType, v);
+    };
+    Value mean = ReduceMeanOp::create(rewriter, loc, x, axes, true);
+    Value centered = SubOp::create(rewriter, loc, x, mean);
+    Value var = ReduceMeanOp::create(
+        rewriter, loc, MulOp::create(rewriter, loc, centered, centered), axes,
+        true);
+    Value inv = RsqrtOp::create(
+        rewriter, loc,
+        AddOp::create(rewriter, loc, var,
+                      scalar(op.getEpsilon().convertToDouble())));
+    Value y = AddOp::create(
+        rewriter, loc,
+        MulOp::create(rewriter, loc,
+                      MulOp::create(rewriter, loc, centered, inv),
+                      asKept(op.getScale())),
+        asKept(op.getBias()));
+    double momentum = op.getMomentum().convertToDouble();
+    auto blend = [&](Value running, Value batch) -> Value {
+      return AddOp::create(
+          rewriter, loc, MulOp::create(rewriter, loc, running, scalar(momentum)),
+          MulOp::create(rewriter, loc, batch, scalar(1.0 - momentum)));
+    };
+    Value unbiased = MulOp::create(
+        rewriter, loc, asChannel(var),
+        scalar(count > 1 ? (double)count / (double)(count - 1) : 1.0));
+    rewriter.replaceOp(op, {y, blend(op.getRunningMean(), asChannel(mean)),
+                            blend(op.getRunningVar(), unbiased),
+                            asChannel(mean), asChannel(inv)});
+    return success();
+  }
+};
+
 template <typename OpTy, bool isMax>
 struct ArgReduceLowering : OpRewritePattern<OpTy> {
   using OpRewritePattern<OpTy>::OpRewritePattern;
@@ -1802,7 +1870,7 @@ void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
                ArgReduceLowering<ArgMinOp, false>, MatmulLowering,
                SoftmaxLowering<SoftmaxOp, false>,
                SoftmaxLowering<LogSoftmaxOp, true>, LayerNormLowering,
-               BatchNormLowering, TransposeLowering, ReshapeLowering,
+               BatchNormLowering, BatchNormTrainLowering, TransposeLowering, ReshapeLowering,
                ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
                SliceLowering, GatherLowering, GatherElementsLowering,
                OneHotLowering, TriluLowering, PadLowering, ConvLowering,

@@ -17,6 +17,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/RegionUtils.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <cmath>
 
 namespace mlir::loom {
@@ -461,6 +463,26 @@ struct LoomBuildTrainStepPass
             stepType, b.getIntegerAttr(b.getI64Type(), 1))));
     results.push_back(whenApplied(AddOp::create(b, loc, step, one), step));
     attrs.push_back(outputAttr(b, "step.next", "step"));
+    // Batch normalization in training mode updates its running statistics,
+    // which are parameters without a gradient.
+    llvm::StringSet<> updated;
+    for (unsigned i : trainable)
+      updated.insert(names[i]);
+    train.walk([&](BatchNormTrainOp bn) {
+      for (auto [running, next] :
+           {std::pair(bn.getRunningMean(), bn.getNewRunningMean()),
+            std::pair(bn.getRunningVar(), bn.getNewRunningVar())}) {
+        auto arg = dyn_cast<BlockArgument>(running);
+        if (!arg || arg.getOwner()->getParentOp() != train)
+          continue;
+        auto name = train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                       "loom.param");
+        if (!name || !updated.insert(name.getValue()).second)
+          continue;
+        results.push_back(next); // every forward pass, as PyTorch
+        attrs.push_back(outputAttr(b, name.str() + ".next", name.getValue()));
+      }
+    });
     if (apply) {
       for (auto [i, acc, sum] :
            llvm::zip(trainable, accumulators, accumulated)) {

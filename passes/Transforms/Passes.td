@@ -88,6 +88,9 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
        With mean losses and equal micro-batches this is one step on their
        union.
 
+    Batch normalization in training mode also updates its running
+    statistics (parameters without a gradient) each step.
+
     Results that replace a parameter or state tensor after the step carry
     `loom.update = "<name>"`; the runtime swaps them in.
   }];

@@ -194,4 +194,36 @@ func.func @nll(%x: tensor<4x3xf64>) -> tensor<f64> {
   return %r : tensor<f64>
 }
 
-// CHECK: 12 functions checked, 0 failed
+// CHECK-DAG: conv_strided: ok
+func.func @conv_strided(%x: tensor<2x2x5x5xf64>, %w: tensor<3x2x3x3xf64>, %b: tensor<3xf64>) -> tensor<f64> {
+  %c = loom.constant dense<[[[[0.5]], [[-1.0]], [[2.0]]]]> : tensor<1x3x1x1xf64>
+  %0 = loom.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x2x5x5xf64>, tensor<3x2x3x3xf64>, tensor<3xf64>) -> tensor<2x3x3x3xf64>
+  %1 = loom.mul %0, %0 : (tensor<2x3x3x3xf64>, tensor<2x3x3x3xf64>) -> tensor<2x3x3x3xf64>
+  %2 = loom.mul %1, %c : (tensor<2x3x3x3xf64>, tensor<1x3x1x1xf64>) -> tensor<2x3x3x3xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<2x3x3x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: conv_dilated: ok
+func.func @conv_dilated(%x: tensor<1x2x6x5xf64>, %w: tensor<2x2x2x3xf64>) -> tensor<f64> {
+  %c = loom.constant dense<[[[[0.5]], [[-1.5]]]]> : tensor<1x2x1x1xf64>
+  %0 = loom.conv %x, %w {strides = array<i64: 2, 1>, pads = array<i64: 0, 1, 2, 0>, dilations = array<i64: 2, 2>} : (tensor<1x2x6x5xf64>, tensor<2x2x2x3xf64>) -> tensor<1x2x3x2xf64>
+  %1 = loom.mul %0, %0 : (tensor<1x2x3x2xf64>, tensor<1x2x3x2xf64>) -> tensor<1x2x3x2xf64>
+  %2 = loom.mul %1, %c : (tensor<1x2x3x2xf64>, tensor<1x2x1x1xf64>) -> tensor<1x2x3x2xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<1x2x3x2xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: batch_norm_train: ok
+func.func @batch_norm_train(%x: tensor<3x2x2x2xf64>, %scale: tensor<2xf64>, %bias: tensor<2xf64>) -> tensor<f64> {
+  %rm = loom.constant dense<[0.1, -0.2]> : tensor<2xf64>
+  %rv = loom.constant dense<[1.5, 0.5]> : tensor<2xf64>
+  %c = loom.constant dense<[[[[0.5, -1.0], [2.0, 0.25]], [[-0.75, 1.5], [1.0, -2.0]]]]> : tensor<1x2x2x2xf64>
+  %0:5 = loom.batch_norm_train %x, %scale, %bias, %rm, %rv {epsilon = 1.0e-5 : f64, momentum = 0.9 : f64} : (tensor<3x2x2x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>) -> (tensor<3x2x2x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>)
+  %1 = loom.mul %0#0, %0#0 : (tensor<3x2x2x2xf64>, tensor<3x2x2x2xf64>) -> tensor<3x2x2x2xf64>
+  %2 = loom.mul %1, %c : (tensor<3x2x2x2xf64>, tensor<1x2x2x2xf64>) -> tensor<3x2x2x2xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<3x2x2x2xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK: 15 functions checked, 0 failed

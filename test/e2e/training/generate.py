@@ -27,6 +27,7 @@ import warnings
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -51,6 +52,23 @@ class MLP(nn.Module):
         x = torch.tanh(self.fc1(x))
         x = F.relu(self.fc2(x))
         return self.fc3(x)
+
+
+class CNN(nn.Module):
+    """Convolutions with batch norm in training mode, global average pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn1 = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=2, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(16)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn1(self.conv1(x)))
+        x = F.relu(self.bn2(self.conv2(x)))
+        return self.fc(x.mean(dim=(2, 3)))
 
 
 class GPTWithLoss(nn.Module):
@@ -94,7 +112,7 @@ CONFIGS = {
 }
 
 
-def export(model, name, args, input_names, output_names, opset):
+def export(model, name, args, input_names, output_names, opset, train=False):
     path = os.path.join(HERE, name + ".onnx")
     kw = dict(
         input_names=input_names,
@@ -102,11 +120,22 @@ def export(model, name, args, input_names, output_names, opset):
         opset_version=opset,
         do_constant_folding=False,
     )
+    if train:  # batch norm with batch statistics, updating running ones
+        kw["training"] = torch.onnx.TrainingMode.TRAINING
+        # Tracing runs the model, which moves its running statistics; the
+        # initializers must hold the values before that.
+        initial = {k: v.clone() for k, v in model.named_buffers()}
     if _EXPORT_HAS_DYNAMO:
         kw["dynamo"] = False
     with torch.no_grad():
         torch.onnx.export(model, args, path, **kw)
     m = onnx.load(path)
+    if train:
+        for init in m.graph.initializer:
+            if init.name in initial and initial[init.name].is_floating_point():
+                init.CopyFrom(onnx.numpy_helper.from_array(
+                    initial[init.name].numpy(), init.name))
+        onnx.save(m, path)
     onnx.checker.check_model(m, full_check=True)
     inits = {i.name for i in m.graph.initializer}
     params = {n for n, p in model.named_parameters()}
@@ -137,6 +166,9 @@ def trajectories(make_model, name, loss_fn, configs):
         np.save(os.path.join(HERE, f"{name}.{config}.losses.npy"), np.array(losses))
         for pname, p in model.named_parameters():
             np.save(os.path.join(HERE, f"{name}.{config}.{pname}.npy"), p.detach().numpy())
+        for bname, buf in model.named_buffers():
+            if bname.endswith("running_mean") or bname.endswith("running_var"):
+                np.save(os.path.join(HERE, f"{name}.{config}.{bname}.npy"), buf.numpy())
         print(f"  {config}: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
 
 
@@ -154,6 +186,17 @@ def main():
     export(mlp, "mlp", (x,), ["x"], ["logits"], 17)
     np.save(os.path.join(HERE, "mlp.in.labels.npy"), y.numpy())
     trajectories(make_mlp, "mlp", lambda m: F.cross_entropy(m(x), y), CONFIGS.keys())
+
+    # CNN with batch norm in training mode, cross-entropy attached by loomc.
+    def make_cnn():
+        torch.manual_seed(0)
+        return CNN().train()
+
+    xc = torch.from_numpy(np.random.default_rng(4).standard_normal((8, 3, 8, 8)).astype(np.float32))
+    yc = torch.from_numpy(np.random.default_rng(5).integers(0, 10, 8).astype(np.int64))
+    export(make_cnn(), "cnn", (xc,), ["x"], ["logits"], 17, train=True)
+    np.save(os.path.join(HERE, "cnn.in.labels.npy"), yc.numpy())
+    trajectories(make_cnn, "cnn", lambda m: F.cross_entropy(m(xc), yc), ["sgd", "adamw"])
 
     # GPT-style decoder with its loss in the model, at opsets 14 and 17.
     def make_gpt():
