@@ -65,10 +65,22 @@ func.func @layout_ops(%x: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<6x4xf
 
 // -----
 
-func.func @batch_norm_train_has_no_lowering_yet(%x: tensor<2x3x4xf32>, %c: tensor<3xf32>) -> tensor<2x3x4xf32> {
-  // expected-error @+1 {{'loom.batch_norm_train' op has no CPU lowering yet}}
-  %0:5 = loom.batch_norm_train %x, %c, %c, %c, %c {epsilon = 1.0e-5 : f64, momentum = 0.9 : f64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+func.func @dropout_has_no_lowering_yet(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+1 {{'loom.dropout' op has no CPU lowering yet}}
+  %0:2 = loom.dropout %x {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xi1>)
   return %0#0 : tensor<2x3x4xf32>
+}
+
+// -----
+
+// Training-mode batch norm is decomposed into loom reductions and
+// elementwise ops, which lower in turn.
+// CHECK-LABEL: func.func @batch_norm_train
+// CHECK-NOT: loom.
+// CHECK: linalg.generic
+func.func @batch_norm_train(%x: tensor<2x3x4xf32>, %c: tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>) {
+  %0:5 = loom.batch_norm_train %x, %c, %c, %c, %c {epsilon = 1.0e-5 : f64, momentum = 0.9 : f64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>)
+  return %0#0, %0#2 : tensor<2x3x4xf32>, tensor<3xf32>
 }
 
 // -----
