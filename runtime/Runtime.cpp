@@ -45,6 +45,13 @@ struct Tensor {
   size_t bytes = 0;
   Buffer data;
   bool set = false;
+  /// For integer inputs used as indices: the values allowed, [lo, hi), and
+  /// an extra allowed value (a loss's ignore index).
+  bool checkRange = false;
+  int64_t rangeLo = 0, rangeHi = 0;
+  bool hasIgnore = false;
+  int64_t ignore = 0;
+  std::string rangeMeaning;
   /// Index of the parameter or state this output replaces, or -1.
   int64_t updates = -1;
   std::string updatesName;
@@ -244,6 +251,21 @@ static loom_status_t createSession(const std::string &dir,
     }
     if (t.kind == LOOM_TENSOR_OUTPUT && arg.contains("updates"))
       t.updatesName = arg.value("updates", "");
+    if (arg.contains("index_range")) {
+      const auto &range = arg["index_range"];
+      if (!range.is_array() || range.size() != 2 ||
+          !range[0].is_number_integer() || !range[1].is_number_integer())
+        return bad("tensor \"" + t.name + "\" has an invalid index_range");
+      t.checkRange = true;
+      t.rangeLo = range[0].get<int64_t>();
+      t.rangeHi = range[1].get<int64_t>();
+      t.rangeMeaning = arg.value("index_meaning", "");
+      if (arg.contains("ignore_index") &&
+          arg["ignore_index"].is_number_integer()) {
+        t.hasIgnore = true;
+        t.ignore = arg["ignore_index"].get<int64_t>();
+      }
+    }
     // Row-major descriptor.
     int64_t rank = t.shape.size();
     t.descriptor.assign(3 + 2 * rank, 0);
@@ -367,6 +389,31 @@ loom_status_t loom_session_set_tensor(loom_session_t *session, size_t index,
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "\"" + t.name + "\" holds " + std::to_string(t.bytes) +
                           " bytes, got " + std::to_string(bytes));
+  if (t.checkRange) {
+    // Indices outside the table would make the compiled code read out of
+    // bounds: refuse them here.
+    size_t width = loom_dtype_size(t.dtype);
+    for (size_t i = 0; width && i < bytes / width; ++i) {
+      const char *p = static_cast<const char *>(data) + i * width;
+      int64_t v = 0;
+      switch (t.dtype) {
+      case LOOM_DTYPE_INT64: { int64_t x; std::memcpy(&x, p, 8); v = x; break; }
+      case LOOM_DTYPE_INT32: { int32_t x; std::memcpy(&x, p, 4); v = x; break; }
+      case LOOM_DTYPE_INT16: { int16_t x; std::memcpy(&x, p, 2); v = x; break; }
+      case LOOM_DTYPE_INT8: { int8_t x; std::memcpy(&x, p, 1); v = x; break; }
+      default: continue;
+      }
+      if ((v < t.rangeLo || v >= t.rangeHi) && !(t.hasIgnore && v == t.ignore))
+        return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                          "\"" + t.name + "\" holds " + std::to_string(v) +
+                              " at element " + std::to_string(i) +
+                              ", outside [" + std::to_string(t.rangeLo) +
+                              ", " + std::to_string(t.rangeHi) + ")" +
+                              (t.rangeMeaning.empty()
+                                   ? std::string()
+                                   : " (the " + t.rangeMeaning + ")"));
+    }
+  }
   if (bytes)
     std::memcpy(t.data.get(), data, bytes);
   t.set = true;

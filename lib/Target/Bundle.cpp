@@ -9,10 +9,13 @@
 
 #include "loom/Target/Bundle.h"
 
+#include "dialects/Loom/LoomOps.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -123,6 +126,43 @@ makeArgument(Type type, DictionaryAttr attrs, EntryArgument::Kind kind,
   return arg;
 }
 
+/// The values an integer argument may hold where it indexes something: the
+/// intersection over its uses as gather indices ([-rows, rows)) and as class
+/// labels ([0, classes), plus the ignore index), looking through reshapes.
+static void indexRange(BlockArgument arg, EntryArgument &out) {
+  SmallVector<Value> worklist{arg};
+  auto restrict = [&](int64_t lo, int64_t hi, StringRef meaning) {
+    if (!out.indexMin || lo > *out.indexMin)
+      out.indexMin = lo;
+    if (!out.indexMax || hi < *out.indexMax) {
+      out.indexMax = hi;
+      out.indexMeaning = meaning.str();
+    }
+  };
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<ReshapeOp, ExpandOp>(user)) {
+        worklist.push_back(user->getResult(0));
+      } else if (auto gather = dyn_cast<GatherOp>(user)) {
+        if (use.getOperandNumber() != 1)
+          continue;
+        int64_t rows = gather.getInput().getType().getDimSize(gather.getAxis());
+        restrict(-rows, rows, "rows of the table it indexes");
+      } else if (isa<SoftmaxCrossEntropyOp, NllLossOp>(user)) {
+        if (use.getOperandNumber() != 1)
+          continue;
+        auto scores = cast<RankedTensorType>(user->getOperand(0).getType());
+        restrict(0, scores.getDimSize(1), "classes of the loss");
+        auto ignore = user->getAttrOfType<IntegerAttr>("ignore_index");
+        if (ignore)
+          out.ignoreIndex = ignore.getInt();
+      }
+    }
+  }
+}
+
 FailureOr<SmallVector<EntrySignature>>
 mlir::loom::collectEntrySignatures(ModuleOp module) {
   SmallVector<EntrySignature> entries;
@@ -143,6 +183,9 @@ mlir::loom::collectEntrySignatures(ModuleOp module) {
           i, func.getLoc());
       if (failed(arg))
         return failure();
+      if (arg->kind == EntryArgument::Kind::Input &&
+          getElementTypeOrSelf(type).isSignlessInteger())
+        indexRange(func.getArgument(i), *arg);
       entry.arguments.push_back(std::move(*arg));
     }
     for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
@@ -369,6 +412,12 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
         obj["init"] = "zeros";
       if (!arg.updates.empty())
         obj["updates"] = arg.updates;
+      if (arg.indexMin && arg.indexMax) {
+        obj["index_range"] = llvm::json::Array{*arg.indexMin, *arg.indexMax};
+        obj["index_meaning"] = arg.indexMeaning;
+        if (arg.ignoreIndex)
+          obj["ignore_index"] = *arg.ignoreIndex;
+      }
       arguments.push_back(std::move(obj));
     }
     jsonEntries.push_back(llvm::json::Object{

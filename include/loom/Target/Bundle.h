@@ -22,6 +22,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Support/LLVM.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,17 @@ struct EntryArgument {
   /// For an output: the parameter or state it replaces after each run
   /// (`loom.update`), empty otherwise.
   std::string updates;
+  /// For an integer input used as indices (a gather's rows, a loss's class
+  /// labels): the values it may hold, [indexMin, indexMax), plus
+  /// `ignoreIndex`; the runtime refuses others, which would read out of
+  /// bounds. `indexMeaning` says what the indices select.
+  std::optional<int64_t> indexMin, indexMax, ignoreIndex;
+  std::string indexMeaning;
 };
 
 struct EntrySignature {
   std::string name;
-  SmallVector<EntryArgument> arguments;
+  std::vector<EntryArgument> arguments;
 };
 
 /// Reads the entry points of a module in the loom dialect (before lowering):
