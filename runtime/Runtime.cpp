@@ -289,6 +289,9 @@ static loom_status_t createSession(const std::string &dir,
            target.kind == LOOM_TENSOR_STATE))
         t.updates = (int64_t)i;
     }
+    for (const Tensor &other : session->tensors)
+      if (&other != &t && other.updates >= 0 && other.updates == t.updates)
+        return bad("two outputs update \"" + t.updatesName + "\"");
     if (t.updates < 0 ||
         session->tensors[t.updates].dtype != t.dtype ||
         session->tensors[t.updates].shape != t.shape)

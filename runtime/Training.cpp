@@ -136,8 +136,8 @@ std::vector<int64_t> DataLoader::order(int64_t epoch) const {
   return result;
 }
 
-std::vector<std::vector<char>> DataLoader::make(Position at) const {
-  std::vector<int64_t> ids = order(at.epoch);
+std::vector<std::vector<char>>
+DataLoader::make(Position at, const std::vector<int64_t> &ids) const {
   std::vector<std::vector<char>> batch;
   for (const npy::Array &array : data_.arrays) {
     size_t row = array.data.size() / std::max<int64_t>(array.shape[0], 1);
@@ -155,8 +155,14 @@ void DataLoader::start() {
   stopping_ = false;
   worker_ = std::thread([this, at = next_]() mutable {
     int64_t perEpoch = batchesPerEpoch();
+    std::vector<int64_t> ids;
+    int64_t idsEpoch = -1;
     while (perEpoch > 0) {
-      std::vector<std::vector<char>> batch = make(at);
+      if (idsEpoch != at.epoch) { // one permutation per epoch
+        ids = order(at.epoch);
+        idsEpoch = at.epoch;
+      }
+      std::vector<std::vector<char>> batch = make(at, ids);
       std::unique_lock<std::mutex> lock(mutex_);
       changed_.wait(lock,
                     [&] { return stopping_ || ready_.size() < prefetch_; });
@@ -185,11 +191,17 @@ void DataLoader::stop() {
 
 void DataLoader::seek(Position position) {
   stop();
+  // A position past the epoch's batches (from a checkpoint of other data)
+  // restarts that epoch rather than reading past the samples.
+  if (position.batch < 0 || position.batch >= batchesPerEpoch())
+    position.batch = 0;
   next_ = position;
   start();
 }
 
 std::vector<std::vector<char>> DataLoader::next() {
+  if (batchesPerEpoch() == 0)
+    return {}; // nothing to serve; callers check batchesPerEpoch() first
   std::unique_lock<std::mutex> lock(mutex_);
   changed_.wait(lock, [&] { return !ready_.empty(); });
   std::vector<std::vector<char>> batch = std::move(ready_.front());
@@ -236,7 +248,8 @@ bool loom::train::writeCheckpoint(const std::string &path,
   header["numbers"] = checkpoint.numbers;
   header["strings"] = checkpoint.strings;
   header["data_bytes"] = offset;
-  std::string text = header.dump();
+  std::string text =
+      header.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 
   std::string tmp = path + ".tmp." + std::to_string(getpid());
   FILE *f = std::fopen(tmp.c_str(), "wb");

@@ -72,7 +72,8 @@ public:
 
 private:
   std::vector<int64_t> order(int64_t epoch) const;
-  std::vector<std::vector<char>> make(Position at) const;
+  std::vector<std::vector<char>> make(Position at,
+                                      const std::vector<int64_t> &ids) const;
   void start();
   void stop();
 

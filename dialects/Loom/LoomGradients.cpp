@@ -420,12 +420,20 @@ LogicalResult extremumGradient(OpTy op, GradBuilder &h, ArrayRef<Value> g,
                                Grads &dx) {
   if (!isFloatTensor(op.getType()))
     return success();
-  // The gradient goes to every entry equal to the extremum.
+  // The gradient is shared evenly by the entries equal to the extremum (as
+  // PyTorch's amax/amin).
   auto type = cast<RankedTensorType>(op.getInput().getType());
   Value y = expandReduced(h, op.getResult(), type, op.getAxes(),
                           op.getKeepdims());
   Value grad = expandReduced(h, g[0], type, op.getAxes(), op.getKeepdims());
-  dx[0] = h.select(EqualOp::create(h.b, h.loc, op.getInput(), y), grad);
+  Value hit = h.select(EqualOp::create(h.b, h.loc, op.getInput(), y),
+                       h.expandTo(h.scalarLike(1.0, grad), type));
+  SmallVector<int64_t> axes(op.getAxes());
+  if (axes.empty())
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      axes.push_back(d);
+  Value ties = h.expandTo(h.sum(hit, axes), type);
+  dx[0] = h.div(h.mul(hit, grad), ties);
   return success();
 }
 LogicalResult gradient(ReduceMaxOp op, GradBuilder &h, ArrayRef<Value> g,

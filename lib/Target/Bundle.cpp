@@ -21,6 +21,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -198,9 +199,12 @@ mlir::loom::collectEntrySignatures(ModuleOp module) {
     }
     // An update must name a parameter or state of the same entry point and
     // have its type, since the runtime swaps the two buffers.
+    llvm::StringSet<> updatedNames;
     for (const EntryArgument &out : entry.arguments) {
       if (out.updates.empty())
         continue;
+      if (!updatedNames.insert(out.updates).second)
+        return func.emitError("two outputs update '") << out.updates << "'";
       auto target = llvm::find_if(entry.arguments, [&](const EntryArgument &a) {
         return a.name == out.updates &&
                (a.kind == EntryArgument::Kind::Parameter ||
@@ -397,15 +401,21 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
                              {"dtype", arg.dtype},
                              {"shape", llvm::json::Array(arg.shape)}};
       if (arg.kind == EntryArgument::Kind::Parameter) {
-        auto [it, inserted] =
-            paramOffsets.try_emplace(arg.name, (int64_t)params.size());
-        if (inserted) {
+        // Entry points share a parameter's bytes when name and value agree.
+        auto it = paramOffsets.find(arg.name);
+        int64_t size = arg.initialValue.size();
+        bool same = it != paramOffsets.end() &&
+                    it->second + size <= (int64_t)params.size() &&
+                    std::equal(arg.initialValue.begin(),
+                               arg.initialValue.end(),
+                               params.begin() + it->second);
+        if (!same) {
           params.resize(llvm::alignTo(params.size(), 64));
-          it->second = (int64_t)params.size();
+          paramOffsets[arg.name] = (int64_t)params.size();
           params.insert(params.end(), arg.initialValue.begin(),
                         arg.initialValue.end());
         }
-        obj["offset"] = it->second;
+        obj["offset"] = paramOffsets[arg.name];
         obj["bytes"] = (int64_t)arg.initialValue.size();
       }
       if (arg.kind == EntryArgument::Kind::State)

@@ -280,6 +280,22 @@ struct LoomBuildTrainStepPass
       return signalPassFailure();
     OpBuilder b(module.getContext());
     setResults(eval, {*evalLoss}, {outputAttr(b, "loss")});
+    // Evaluation normalizes with the running statistics, as PyTorch's
+    // eval mode, and leaves them unchanged.
+    SmallVector<BatchNormTrainOp> trainingNorms;
+    eval.walk([&](BatchNormTrainOp bn) { trainingNorms.push_back(bn); });
+    for (BatchNormTrainOp bn : trainingNorms) {
+      if (llvm::any_of(bn->getResults().drop_front(),
+                       [](Value v) { return !v.use_empty(); }))
+        continue;
+      OpBuilder nb(bn);
+      Value y = BatchNormOp::create(nb, bn.getLoc(), bn.getInput(),
+                                    bn.getScale(), bn.getBias(),
+                                    bn.getRunningMean(), bn.getRunningVar(),
+                                    bn.getEpsilonAttr());
+      bn.getResult().replaceAllUsesWith(y);
+      bn.erase();
+    }
 
     // train_step: forward, loss, gradients, optimizer.
     func::FuncOp train;

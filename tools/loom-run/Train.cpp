@@ -306,6 +306,11 @@ int runTrain() {
       return false;
     }
     const loom_tensor_info_t &info = input->info;
+    if (info.rank == 0) {
+      fail("input \"" + name + "\" is a scalar with no batch dimension; "
+           "loom-run train binds only batched inputs");
+      return false;
+    }
     bool sameSample = array.shape.size() == (size_t)info.rank;
     for (size_t d = 1; sameSample && d < array.shape.size(); ++d)
       sameSample = array.shape[d] == info.shape[d];
