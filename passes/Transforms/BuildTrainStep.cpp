@@ -9,6 +9,7 @@
 
 #include "passes/Passes.h"
 #include "passes/Transforms/Autodiff.h"
+#include "passes/Transforms/UnrollRecurrent.h"
 
 #include "dialects/Loom/LoomOps.h"
 
@@ -304,6 +305,8 @@ struct LoomBuildTrainStepPass
       return signalPassFailure();
     auto ret = cast<func::ReturnOp>(train.getBody().front().back());
     Location loc = ret.getLoc();
+    // Backpropagation through time: recurrent layers as their time steps.
+    unrollRecurrentLayers(train);
 
     SmallVector<Value> params;
     SmallVector<std::string> names;

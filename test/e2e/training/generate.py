@@ -35,7 +35,7 @@ import torch.nn.functional as F
 warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export.*")
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "models"))
-from generate import GPT  # noqa: E402  (the decoder of the inference fixtures)
+from generate import GPT, RNNHead  # noqa: E402  (models of the inference fixtures)
 
 STEPS = 10
 _EXPORT_HAS_DYNAMO = "dynamo" in inspect.signature(torch.onnx.export).parameters
@@ -197,6 +197,19 @@ def main():
     export(make_cnn(), "cnn", (xc,), ["x"], ["logits"], 17, train=True)
     np.save(os.path.join(HERE, "cnn.in.labels.npy"), yc.numpy())
     trajectories(make_cnn, "cnn", lambda m: F.cross_entropy(m(xc), yc), ["sgd", "adamw"])
+
+    # LSTM and GRU classifiers (last hidden state, linear head): training
+    # backpropagates through the 8 time steps.
+    xr = torch.from_numpy(np.random.default_rng(6).standard_normal((4, 8, 16)).astype(np.float32))
+    yr = torch.from_numpy(np.random.default_rng(7).integers(0, 10, 4).astype(np.int64))
+    for name, cell in (("lstm", nn.LSTM), ("gru", nn.GRU)):
+        def make_rnn(cell=cell):
+            torch.manual_seed(0)
+            return RNNHead(cell)
+
+        export(make_rnn(), name, (xr,), ["x"], ["logits"], 14)
+        np.save(os.path.join(HERE, f"{name}.in.labels.npy"), yr.numpy())
+        trajectories(make_rnn, name, lambda m: F.cross_entropy(m(xr), yr), ["sgd", "adamw"])
 
     # GPT-style decoder with its loss in the model, at opsets 14 and 17.
     def make_gpt():
