@@ -14,6 +14,7 @@
 #include "mlir/IR/TypeUtilities.h"
 
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -478,6 +479,28 @@ LogicalResult gradient(LayerNormOp op, GradBuilder &h, ArrayRef<Value> g,
   return success();
 }
 
+LogicalResult gradient(BatchNormOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // Inference form: the statistics are constants, so the op is affine per
+  // channel: y = (x - mean) * inv * scale + bias, inv = 1/sqrt(var + eps).
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  SmallVector<int64_t> axes, kept(type.getRank(), 1);
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (d != 1)
+      axes.push_back(d);
+  kept[1] = type.getDimSize(1);
+  auto channels = cast<RankedTensorType>(op.getScale().getType()).getShape();
+  Value inv = RsqrtOp::create(
+      h.b, h.loc,
+      h.add(h.reshape(op.getVar(), kept),
+            h.scalarLike(op.getEpsilon().convertToDouble(), op.getVar())));
+  Value xhat = h.mul(h.sub(op.getInput(), h.reshape(op.getMean(), kept)), inv);
+  dx[0] = h.mul(g[0], h.mul(inv, h.reshape(op.getScale(), kept)));
+  dx[1] = h.reshape(h.sum(h.mul(g[0], xhat), axes), channels);
+  dx[2] = h.reshape(h.sum(g[0], axes), channels);
+  return success();
+}
+
 LogicalResult gradient(BatchNormTrainOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
   // The running statistics are state, not differentiated.
@@ -503,6 +526,208 @@ LogicalResult gradient(BatchNormTrainOp op, GradBuilder &h, ArrayRef<Value> g,
   Value m1 = h.mean(dxhat, axes);
   Value m2 = h.mean(h.mul(dxhat, xhat), axes);
   dx[0] = h.mul(inv, h.sub(h.sub(dxhat, m1), h.mul(xhat, m2)));
+  return success();
+}
+
+/// `g` ([N, F, O...]) spread by `strides`: zeros between its elements, so
+/// that element o lands at o * stride; the result has O * stride positions.
+Value spreadByStride(GradBuilder &h, Value g, ArrayRef<int64_t> strides) {
+  auto gType = cast<RankedTensorType>(g.getType());
+  int64_t spatial = gType.getRank() - 2;
+  if (llvm::all_of(strides, [](int64_t s) { return s == 1; }))
+    return g;
+  SmallVector<int64_t> spread(gType.getShape().take_front(2));
+  SmallVector<int64_t> flat(gType.getShape().take_front(2));
+  SmallVector<int64_t> low(2, 0), high(2, 0);
+  for (int64_t i = 0; i < spatial; ++i) {
+    spread.append({gType.getDimSize(i + 2), 1});
+    flat.push_back(gType.getDimSize(i + 2) * strides[i]);
+    low.append({0, 0});
+    high.append({0, strides[i] - 1});
+  }
+  Value v = h.reshape(g, spread);
+  v = PadOp::create(h.b, h.loc, v, low, high, PadMode::Constant, APFloat(0.0));
+  return h.reshape(v, flat);
+}
+
+/// The gradient of a convolution's input: `g` spread out by the stride,
+/// padded so that the flipped kernel slides over every input position, and
+/// convolved with the flipped, channel-transposed filter `w`.
+Value convInputGradient(GradBuilder &h, Value g, Value w,
+                        RankedTensorType xType, ArrayRef<int64_t> strides,
+                        ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations) {
+  auto gType = cast<RankedTensorType>(g.getType());
+  auto wType = cast<RankedTensorType>(w.getType());
+  int64_t spatial = xType.getRank() - 2;
+  Value spreadG = spreadByStride(h, g, strides);
+  // Pad (or crop, where negative) so that a stride-1 convolution with the
+  // flipped kernel yields the input's size.
+  SmallVector<int64_t> padLow(2, 0), padHigh(2, 0);
+  bool any = false;
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t k = wType.getDimSize(i + 2), dil = dilations[i];
+    int64_t begin = dil * (k - 1) - pads[i];
+    int64_t end = xType.getDimSize(i + 2) -
+                  gType.getDimSize(i + 2) * strides[i] + pads[i];
+    padLow.push_back(begin);
+    padHigh.push_back(end);
+    any |= begin != 0 || end != 0;
+  }
+  if (any)
+    spreadG = PadOp::create(h.b, h.loc, spreadG, padLow, padHigh,
+                            PadMode::Constant, APFloat(0.0));
+  SmallVector<int64_t> starts(wType.getRank(), 0), limits(wType.getShape()),
+      steps(wType.getRank(), 1);
+  for (int64_t i = 0; i < spatial; ++i) {
+    starts[i + 2] = wType.getDimSize(i + 2) - 1;
+    limits[i + 2] = -1;
+    steps[i + 2] = -1;
+  }
+  SmallVector<int64_t> swap01(wType.getRank());
+  for (int64_t i = 0; i < wType.getRank(); ++i)
+    swap01[i] = i;
+  std::swap(swap01[0], swap01[1]);
+  Value flipped = TransposeOp::create(
+      h.b, h.loc, SliceOp::create(h.b, h.loc, w, starts, limits, steps),
+      swap01);
+  SmallVector<int64_t> ones(spatial, 1), zeros(2 * spatial, 0);
+  return ConvOp::create(h.b, h.loc, spreadG, flipped, Value(), ones, zeros,
+                        dilations, (uint64_t)1);
+}
+
+/// Pads and strides of a pooling op, with the ceil-mode overhang (windows
+/// reading past the padded input) added to the end pads.
+SmallVector<int64_t> effectivePads(RankedTensorType in, RankedTensorType out,
+                                   ArrayRef<int64_t> kernel,
+                                   ArrayRef<int64_t> strides,
+                                   ArrayRef<int64_t> pads,
+                                   ArrayRef<int64_t> dilations) {
+  int64_t spatial = kernel.size();
+  SmallVector<int64_t> result(pads);
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t needed = (out.getDimSize(i + 2) - 1) * strides[i] +
+                     (kernel[i] - 1) * dilations[i] + 1;
+    int64_t have = in.getDimSize(i + 2) + pads[i] + pads[i + spatial];
+    result[i + spatial] += std::max<int64_t>(0, needed - have);
+  }
+  return result;
+}
+
+LogicalResult gradient(AvgPoolOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // Average pooling is a sum-pooling convolution of each channel with a
+  // kernel of ones, divided by the window counts; its input gradient is that
+  // convolution's, applied to g / counts. Channels become batch entries.
+  auto xType = cast<RankedTensorType>(op.getInput().getType());
+  auto gType = cast<RankedTensorType>(g[0].getType());
+  Type element = xType.getElementType();
+  int64_t n = xType.getDimSize(0), c = xType.getDimSize(1);
+  int64_t spatial = xType.getRank() - 2;
+  if (op.getCeilMode() && op.getCountIncludePad())
+    return op.emitOpError("cannot differentiate ceil_mode with "
+                          "count_include_pad yet");
+  ArrayRef<int64_t> kernel = op.getKernelShape();
+  SmallVector<int64_t> pads = effectivePads(
+      xType, gType, kernel, op.getStrides(), op.getPads(), op.getDilations());
+  SmallVector<int64_t> flatX{n * c, 1}, flatG{n * c, 1}, filter{1, 1};
+  for (int64_t i = 0; i < spatial; ++i) {
+    flatX.push_back(xType.getDimSize(i + 2));
+    flatG.push_back(gType.getDimSize(i + 2));
+    filter.push_back(kernel[i]);
+  }
+  auto onesOf = [&](ArrayRef<int64_t> shape) -> Value {
+    auto type = RankedTensorType::get(shape, element);
+    return ConstantOp::create(h.b, h.loc,
+                              cast<ElementsAttr>(DenseElementsAttr::get(
+                                  type, h.b.getFloatAttr(element, 1.0))));
+  };
+  Value ones = onesOf(filter);
+  Value grad = h.reshape(g[0], flatG);
+  if (op.getCountIncludePad()) {
+    int64_t window = 1;
+    for (int64_t k : kernel)
+      window *= k;
+    grad = h.mulScalar(grad, 1.0 / (double)window);
+  } else {
+    // Positions of each window inside the input.
+    SmallVector<int64_t> one(flatX);
+    one[0] = 1;
+    Value counts = ConvOp::create(h.b, h.loc, onesOf(one), ones, Value(),
+                                  op.getStrides(), pads, op.getDilations(),
+                                  (uint64_t)1);
+    grad = h.div(grad, counts);
+  }
+  Value result = convInputGradient(h, grad, ones, xType.clone(flatX),
+                                   op.getStrides(), pads, op.getDilations());
+  dx[0] = h.reshape(result, xType.getShape());
+  return success();
+}
+
+LogicalResult gradient(MaxPoolOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // Each output's gradient goes to the first position of its window that
+  // holds the maximum (as PyTorch): for every kernel offset k, the inputs at
+  // o * stride + k * dilation are compared with the result, and the winners'
+  // gradients are spread back to those positions.
+  auto xType = cast<RankedTensorType>(op.getInput().getType());
+  auto gType = cast<RankedTensorType>(g[0].getType());
+  int64_t spatial = xType.getRank() - 2;
+  ArrayRef<int64_t> kernel = op.getKernelShape(), strides = op.getStrides(),
+                    dilations = op.getDilations();
+  SmallVector<int64_t> pads =
+      effectivePads(xType, gType, kernel, strides, op.getPads(), dilations);
+  SmallVector<int64_t> low(2, 0), high(2, 0);
+  for (int64_t i = 0; i < spatial; ++i) {
+    low.push_back(pads[i]);
+    high.push_back(pads[i + spatial]);
+  }
+  Value padded = PadOp::create(h.b, h.loc, op.getInput(), low, high,
+                               PadMode::Constant,
+                               APFloat(-std::numeric_limits<double>::infinity()));
+  Value y = op.getResult();
+  Value taken;
+  Value total;
+  int64_t offsets = 1;
+  for (int64_t k : kernel)
+    offsets *= k;
+  for (int64_t flat = 0; flat < offsets; ++flat) {
+    SmallVector<int64_t> k(spatial);
+    for (int64_t i = spatial - 1, rest = flat; i >= 0; --i) {
+      k[i] = rest % kernel[i];
+      rest /= kernel[i];
+    }
+    SmallVector<int64_t> starts(2, 0), limits(gType.getShape().take_front(2)),
+        steps(2, 1);
+    SmallVector<int64_t> placeLow(2, 0), placeHigh(2, 0);
+    for (int64_t i = 0; i < spatial; ++i) {
+      int64_t start = k[i] * dilations[i];
+      starts.push_back(start);
+      limits.push_back(start + (gType.getDimSize(i + 2) - 1) * strides[i] + 1);
+      steps.push_back(strides[i]);
+      // Output o lands on input o * stride + k * dilation - pad.
+      int64_t shift = start - pads[i];
+      placeLow.push_back(shift);
+      placeHigh.push_back(xType.getDimSize(i + 2) -
+                          gType.getDimSize(i + 2) * strides[i] - shift);
+    }
+    Value candidate = SliceOp::create(h.b, h.loc, padded, starts, limits, steps);
+    Value hit = EqualOp::create(h.b, h.loc, candidate, y);
+    if (taken) {
+      Value fresh = AndOp::create(h.b, h.loc, hit,
+                                  NotOp::create(h.b, h.loc, taken));
+      taken = OrOp::create(h.b, h.loc, taken, hit);
+      hit = fresh;
+    } else {
+      taken = hit;
+    }
+    Value contribution = spreadByStride(h, h.select(hit, g[0]), strides);
+    contribution = PadOp::create(h.b, h.loc, contribution, placeLow, placeHigh,
+                                 PadMode::Constant, APFloat(0.0));
+    total = total ? h.add(total, contribution) : contribution;
+  }
+  dx[0] = total;
   return success();
 }
 
@@ -549,55 +774,7 @@ LogicalResult gradient(ConvOp op, GradBuilder &h, ArrayRef<Value> g,
     dx[1] = transpose(r);
   }
 
-  // dX: g spread out by the stride (zeros between), padded so that the
-  // flipped kernel slides over every input position, convolved with the
-  // flipped, channel-transposed filter.
-  {
-    // Interleave zeros: [N, F, O...] -> [N, F, O0, 1, O1, 1, ...], pad each
-    // 1 to the stride, flatten back.
-    SmallVector<int64_t> spread(gType.getShape().take_front(2));
-    SmallVector<int64_t> flat(gType.getShape().take_front(2));
-    SmallVector<int64_t> low(2, 0), high(2, 0);
-    for (int64_t i = 0; i < spatial; ++i) {
-      spread.append({gType.getDimSize(i + 2), 1});
-      flat.push_back(gType.getDimSize(i + 2) * strides[i]);
-      low.append({0, 0});
-      high.append({0, strides[i] - 1});
-    }
-    Value spreadG = h.reshape(d, spread);
-    spreadG = PadOp::create(h.b, h.loc, spreadG, low, high, PadMode::Constant,
-                            APFloat(0.0));
-    spreadG = h.reshape(spreadG, flat);
-    // Pad (or crop, where negative) so that a stride-1 convolution with the
-    // flipped kernel yields the input's size.
-    SmallVector<int64_t> padLow(2, 0), padHigh(2, 0);
-    bool any = false;
-    for (int64_t i = 0; i < spatial; ++i) {
-      int64_t k = wType.getDimSize(i + 2), dil = dilations[i];
-      int64_t begin = dil * (k - 1) - pads[i];
-      int64_t used = (gType.getDimSize(i + 2) - 1) * strides[i] + 1;
-      int64_t end = xType.getDimSize(i + 2) - used + pads[i] -
-                    (strides[i] - 1);
-      padLow.push_back(begin);
-      padHigh.push_back(end);
-      any |= begin != 0 || end != 0;
-    }
-    if (any)
-      spreadG = PadOp::create(h.b, h.loc, spreadG, padLow, padHigh,
-                              PadMode::Constant, APFloat(0.0));
-    SmallVector<int64_t> starts(wType.getRank(), 0), limits(wType.getShape()),
-        steps(wType.getRank(), 1);
-    for (int64_t i = 0; i < spatial; ++i) {
-      starts[i + 2] = wType.getDimSize(i + 2) - 1;
-      limits[i + 2] = -1;
-      steps[i + 2] = -1;
-    }
-    Value flipped =
-        transpose(SliceOp::create(h.b, h.loc, w, starts, limits, steps));
-    SmallVector<int64_t> ones(spatial, 1), zeros(2 * spatial, 0);
-    dx[0] = ConvOp::create(h.b, h.loc, spreadG, flipped, Value(), ones, zeros,
-                           dilations, (uint64_t)1);
-  }
+  dx[0] = convInputGradient(h, d, w, xType, strides, pads, dilations);
   return success();
 }
 
@@ -904,6 +1081,8 @@ void mlir::loom::registerGradientModels(MLIRContext *context) {
          WhereOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
          ReduceMinOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, ReshapeOp,
          TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, PadOp, GatherOp,
-         SoftmaxCrossEntropyOp, NllLossOp, BatchNormTrainOp, ConvOp>(context);
+         SoftmaxCrossEntropyOp, NllLossOp, BatchNormOp, BatchNormTrainOp, ConvOp,
+         AvgPoolOp,
+         MaxPoolOp>(context);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp, ConstantOp>(context);
 }

@@ -226,4 +226,40 @@ func.func @batch_norm_train(%x: tensor<3x2x2x2xf64>, %scale: tensor<2xf64>, %bia
   return %r : tensor<f64>
 }
 
-// CHECK: 15 functions checked, 0 failed
+// CHECK-DAG: pooling: ok
+func.func @pooling(%x: tensor<2x2x5x5xf64>) -> tensor<f64> {
+  %c = loom.constant dense<[[[[0.5]], [[-1.5]]]]> : tensor<1x2x1x1xf64>
+  %0 = loom.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x2x5x5xf64>) -> tensor<2x2x3x3xf64>
+  %1 = loom.avg_pool %x {kernel_shape = array<i64: 3, 2>, strides = array<i64: 2, 1>, pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<2x2x5x5xf64>) -> tensor<2x2x3x5xf64>
+  %2 = loom.avg_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 1, 1>, dilations = array<i64: 1, 1>, count_include_pad} : (tensor<2x2x5x5xf64>) -> tensor<2x2x3x3xf64>
+  %3 = loom.mul %0, %0 : (tensor<2x2x3x3xf64>, tensor<2x2x3x3xf64>) -> tensor<2x2x3x3xf64>
+  %4 = loom.mul %3, %2 : (tensor<2x2x3x3xf64>, tensor<2x2x3x3xf64>) -> tensor<2x2x3x3xf64>
+  %5 = loom.mul %4, %c : (tensor<2x2x3x3xf64>, tensor<1x2x1x1xf64>) -> tensor<2x2x3x3xf64>
+  %6 = loom.mul %1, %1 : (tensor<2x2x3x5xf64>, tensor<2x2x3x5xf64>) -> tensor<2x2x3x5xf64>
+  %a = loom.reduce_sum %5 {axes = array<i64>} : (tensor<2x2x3x3xf64>) -> tensor<f64>
+  %b = loom.reduce_sum %6 {axes = array<i64>} : (tensor<2x2x3x5xf64>) -> tensor<f64>
+  %r = loom.add %a, %b : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: pooling_ceil: ok
+func.func @pooling_ceil(%x: tensor<1x2x6x6xf64>) -> tensor<f64> {
+  %0 = loom.max_pool %x {kernel_shape = array<i64: 3, 3>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode} : (tensor<1x2x6x6xf64>) -> tensor<1x2x3x3xf64>
+  %1 = loom.avg_pool %x {kernel_shape = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x2x6x6xf64>) -> tensor<1x2x3x3xf64>
+  %2 = loom.mul %0, %1 : (tensor<1x2x3x3xf64>, tensor<1x2x3x3xf64>) -> tensor<1x2x3x3xf64>
+  %3 = loom.mul %2, %0 : (tensor<1x2x3x3xf64>, tensor<1x2x3x3xf64>) -> tensor<1x2x3x3xf64>
+  %r = loom.reduce_sum %3 {axes = array<i64>} : (tensor<1x2x3x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: batch_norm_inference: ok
+func.func @batch_norm_inference(%x: tensor<3x2x2x2xf64>, %scale: tensor<2xf64>, %bias: tensor<2xf64>) -> tensor<f64> {
+  %rm = loom.constant dense<[0.1, -0.2]> : tensor<2xf64>
+  %rv = loom.constant dense<[1.5, 0.5]> : tensor<2xf64>
+  %0 = loom.batch_norm %x, %scale, %bias, %rm, %rv {epsilon = 1.0e-5 : f64} : (tensor<3x2x2x2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>, tensor<2xf64>) -> tensor<3x2x2x2xf64>
+  %1 = loom.mul %0, %0 : (tensor<3x2x2x2xf64>, tensor<3x2x2x2xf64>) -> tensor<3x2x2x2xf64>
+  %r = loom.reduce_sum %1 {axes = array<i64>} : (tensor<3x2x2x2xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK: 18 functions checked, 0 failed
