@@ -15,15 +15,27 @@
 #include <cstdint>
 
 namespace {
-/// MLIR's descriptor of a rank-2 memref of f32.
-struct Matrix {
+/// MLIR's descriptor of a rank-`Rank` memref of f32.
+template <int Rank>
+struct Descriptor {
   float *allocated;
   float *aligned;
   int64_t offset;
-  int64_t sizes[2];
-  int64_t strides[2];
+  int64_t sizes[Rank];
+  int64_t strides[Rank];
   float *data() const { return aligned + offset; }
 };
+using Matrix = Descriptor<2>;
+using Batch = Descriptor<3>;
+
+/// c += op(a) * op(b) on row-major matrices with leading dimensions.
+void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+          int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
+              transposeB ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
+              1.0f, a, (int)lda, b, (int)ldb, 1.0f, c, (int)ldc);
+}
 } // namespace
 
 /// c += op(a) * op(b): bit 0 of `flags` transposes `b` ([N, K] instead of
@@ -38,24 +50,9 @@ _mlir_ciface_loom_kernel_matmul_f32(Matrix *a, Matrix *b, Matrix *c,
   int64_t k = transposeA ? a->sizes[0] : a->sizes[1];
   if (m == 0 || n == 0)
     return;
-  cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
-              transposeB ? CblasTrans : CblasNoTrans,
-              (int)m, (int)n, (int)k, 1.0f, a->data(), (int)a->strides[0],
-              b->data(), (int)b->strides[0], 1.0f, c->data(),
-              (int)c->strides[0]);
+  gemm(transposeA, transposeB, m, n, k, a->data(), a->strides[0], b->data(),
+       b->strides[0], c->data(), c->strides[0]);
 }
-
-namespace {
-/// MLIR's descriptor of a rank-3 memref of f32.
-struct Batch {
-  float *allocated;
-  float *aligned;
-  int64_t offset;
-  int64_t sizes[3];
-  int64_t strides[3];
-  float *data() const { return aligned + offset; }
-};
-} // namespace
 
 /// c[i] += op(a[i]) * op(b[i]) for every i of the leading (batch) dimension,
 /// with `flags` as in loom_kernel_matmul_f32.
@@ -68,9 +65,7 @@ _mlir_ciface_loom_kernel_batch_matmul_f32(Batch *a, Batch *b, Batch *c,
   if (m == 0 || n == 0)
     return;
   for (int64_t i = 0; i < c->sizes[0]; ++i)
-    cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
-                transposeB ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-                1.0f, a->data() + i * a->strides[0], (int)a->strides[1],
-                b->data() + i * b->strides[0], (int)b->strides[1], 1.0f,
-                c->data() + i * c->strides[0], (int)c->strides[1]);
+    gemm(transposeA, transposeB, m, n, k, a->data() + i * a->strides[0],
+         a->strides[1], b->data() + i * b->strides[0], b->strides[1],
+         c->data() + i * c->strides[0], c->strides[1]);
 }

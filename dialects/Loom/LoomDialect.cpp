@@ -24,6 +24,17 @@ void LoomDialect::initialize() {
   registerGradientModels(getContext());
 }
 
+void ConstantOp::build(OpBuilder &builder, OperationState &state,
+                       RankedTensorType type, double value) {
+  Type element = type.getElementType();
+  Attribute splat =
+      isa<FloatType>(element)
+          ? Attribute(builder.getFloatAttr(element, value))
+          : Attribute(builder.getIntegerAttr(element, (int64_t)value));
+  build(builder, state, type,
+        cast<ElementsAttr>(DenseElementsAttr::get(type, splat)));
+}
+
 Operation *LoomDialect::materializeConstant(OpBuilder &builder, Attribute value,
                                             Type type, Location loc) {
   auto elements = dyn_cast<ElementsAttr>(value);

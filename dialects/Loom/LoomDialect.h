@@ -25,6 +25,8 @@ namespace mlir::loom::detail {
 int64_t tensorBytes(Type type);
 /// Elements of a statically shaped tensor type (0 for anything else).
 int64_t numElements(Type type);
+/// Elements a reduction of `type` over `axes` (all when empty) combines.
+int64_t reducedCount(RankedTensorType type, ArrayRef<int64_t> axes);
 /// Sum of tensorBytes over the operands / results of `op`.
 int64_t operandBytes(Operation *op);
 int64_t resultBytes(Operation *op);

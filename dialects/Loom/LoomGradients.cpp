@@ -30,20 +30,14 @@ struct GradBuilder {
 
   /// A rank-0 constant of `elementType`, which broadcasts against anything.
   Value scalar(double value, Type elementType) {
-    auto type = RankedTensorType::get({}, elementType);
-    return ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(
-                    type, b.getFloatAttr(elementType, value))));
+    return ConstantOp::create(b, loc, RankedTensorType::get({}, elementType),
+                              value);
   }
   Value scalarLike(double value, Value like) {
     return scalar(value, getElementTypeOrSelf(like.getType()));
   }
   Value zeros(RankedTensorType type) {
-    Attribute zero = isa<FloatType>(type.getElementType())
-                         ? Attribute(b.getFloatAttr(type.getElementType(), 0))
-                         : Attribute(b.getIntegerAttr(type.getElementType(), 0));
-    return ConstantOp::create(
-        b, loc, cast<ElementsAttr>(DenseElementsAttr::get(type, zero)));
+    return ConstantOp::create(b, loc, type, 0.0);
   }
 
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
@@ -391,13 +385,6 @@ Value expandReduced(GradBuilder &h, Value grad, RankedTensorType inputType,
   return h.expandTo(reshaped,
                     inputType.clone(getElementTypeOrSelf(grad.getType())));
 }
-int64_t reducedCount(RankedTensorType type, ArrayRef<int64_t> axes) {
-  int64_t count = 1;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (axes.empty() || llvm::is_contained(axes, d))
-      count *= type.getDimSize(d);
-  return count;
-}
 LogicalResult gradient(ReduceSumOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
   if (!isFloatTensor(op.getType()))
@@ -412,7 +399,7 @@ LogicalResult gradient(ReduceMeanOp op, GradBuilder &h, ArrayRef<Value> g,
     return success();
   auto type = cast<RankedTensorType>(op.getInput().getType());
   Value scaled =
-      h.mulScalar(g[0], 1.0 / (double)reducedCount(type, op.getAxes()));
+      h.mulScalar(g[0], 1.0 / (double)mlir::loom::detail::reducedCount(type, op.getAxes()));
   dx[0] = expandReduced(h, scaled, type, op.getAxes(), op.getKeepdims());
   return success();
 }
@@ -529,6 +516,16 @@ LogicalResult gradient(BatchNormTrainOp op, GradBuilder &h, ArrayRef<Value> g,
   return success();
 }
 
+/// `v` with its first two dimensions exchanged ([N, C, ...] <-> [C, N, ...]).
+Value swapLeading(GradBuilder &h, Value v) {
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  SmallVector<int64_t> perm(rank);
+  for (int64_t i = 0; i < rank; ++i)
+    perm[i] = i;
+  std::swap(perm[0], perm[1]);
+  return TransposeOp::create(h.b, h.loc, v, perm);
+}
+
 /// `g` ([N, F, O...]) spread by `strides`: zeros between its elements, so
 /// that element o lands at o * stride; the result has O * stride positions.
 Value spreadByStride(GradBuilder &h, Value g, ArrayRef<int64_t> strides) {
@@ -583,13 +580,8 @@ Value convInputGradient(GradBuilder &h, Value g, Value w,
     limits[i + 2] = -1;
     steps[i + 2] = -1;
   }
-  SmallVector<int64_t> swap01(wType.getRank());
-  for (int64_t i = 0; i < wType.getRank(); ++i)
-    swap01[i] = i;
-  std::swap(swap01[0], swap01[1]);
-  Value flipped = TransposeOp::create(
-      h.b, h.loc, SliceOp::create(h.b, h.loc, w, starts, limits, steps),
-      swap01);
+  Value flipped =
+      swapLeading(h, SliceOp::create(h.b, h.loc, w, starts, limits, steps));
   SmallVector<int64_t> ones(spatial, 1), zeros(2 * spatial, 0);
   return ConvOp::create(h.b, h.loc, spreadG, flipped, Value(), ones, zeros,
                         dilations, (uint64_t)1);
@@ -636,10 +628,8 @@ LogicalResult gradient(AvgPoolOp op, GradBuilder &h, ArrayRef<Value> g,
     filter.push_back(kernel[i]);
   }
   auto onesOf = [&](ArrayRef<int64_t> shape) -> Value {
-    auto type = RankedTensorType::get(shape, element);
-    return ConstantOp::create(h.b, h.loc,
-                              cast<ElementsAttr>(DenseElementsAttr::get(
-                                  type, h.b.getFloatAttr(element, 1.0))));
+    return ConstantOp::create(h.b, h.loc, RankedTensorType::get(shape, element),
+                              1.0);
   };
   Value ones = onesOf(filter);
   Value grad = h.reshape(g[0], flatG);
@@ -742,13 +732,7 @@ LogicalResult gradient(ConvOp op, GradBuilder &h, ArrayRef<Value> g,
   int64_t spatial = xType.getRank() - 2;
   ArrayRef<int64_t> strides = op.getStrides(), pads = op.getPads(),
                     dilations = op.getDilations();
-  SmallVector<int64_t> swap01(xType.getRank());
-  for (int64_t i = 0; i < xType.getRank(); ++i)
-    swap01[i] = i;
-  std::swap(swap01[0], swap01[1]);
-  auto transpose = [&](Value v) -> Value {
-    return TransposeOp::create(h.b, h.loc, v, swap01);
-  };
+  auto transpose = [&](Value v) { return swapLeading(h, v); };
 
   if (Value bias = op.getBias()) {
     SmallVector<int64_t> axes;
@@ -930,10 +914,8 @@ ClassLoss classLoss(GradBuilder &h, Value labels, Value weight,
   Value validMask;
   if (ignoreIndex) {
     Value ignored = ConstantOp::create(
-        h.b, h.loc,
-        cast<ElementsAttr>(DenseElementsAttr::get(
-            RankedTensorType::get({}, labelType.getElementType()),
-            h.b.getIntegerAttr(labelType.getElementType(), *ignoreIndex))));
+        h.b, h.loc, RankedTensorType::get({}, labelType.getElementType()),
+        (double)*ignoreIndex);
     Value isIgnored = EqualOp::create(h.b, h.loc, labels, ignored);
     validMask = NotOp::create(h.b, h.loc, isIgnored);
     // Ignored labels may be out of range for the lookups.
@@ -1081,8 +1063,7 @@ void mlir::loom::registerGradientModels(MLIRContext *context) {
          WhereOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
          ReduceMinOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, ReshapeOp,
          TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, PadOp, GatherOp,
-         SoftmaxCrossEntropyOp, NllLossOp, BatchNormOp, BatchNormTrainOp, ConvOp,
-         AvgPoolOp,
-         MaxPoolOp>(context);
+         SoftmaxCrossEntropyOp, NllLossOp, BatchNormOp, BatchNormTrainOp,
+         ConvOp, AvgPoolOp, MaxPoolOp>(context);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp, ConstantOp>(context);
 }

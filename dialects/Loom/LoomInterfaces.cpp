@@ -20,6 +20,15 @@ int64_t mlir::loom::detail::tensorBytes(Type type) {
   return shaped.getNumElements() * ((bits + 7) / 8);
 }
 
+int64_t mlir::loom::detail::reducedCount(RankedTensorType type,
+                                         ArrayRef<int64_t> axes) {
+  int64_t count = 1;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    if (axes.empty() || llvm::is_contained(axes, d))
+      count *= type.getDimSize(d);
+  return count;
+}
+
 int64_t mlir::loom::detail::numElements(Type type) {
   auto shaped = dyn_cast<RankedTensorType>(type);
   return shaped && shaped.hasStaticShape() ? shaped.getNumElements() : 0;

@@ -43,6 +43,10 @@ def Loom_ConstantOp : Loom_Op<"constant", [ConstantLike, Pure,
   }];
   let arguments = (ins ElementsAttr:$value);
   let results = (outs Loom_Tensor:$result);
+  let builders = [
+    // A tensor of `type` with every element `value` (float or integer).
+    OpBuilder<(ins "::mlir::RankedTensorType":$type, "double":$value)>
+  ];
   let assemblyFormat = "attr-dict $value";
   let hasFolder = 1;
 }

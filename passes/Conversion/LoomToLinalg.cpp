@@ -152,15 +152,6 @@ Value reduce(OpBuilder &b, Location loc, Value input, ArrayRef<int64_t> axes,
       .getResult(0);
 }
 
-/// Number of elements reduced over `axes` of `type` (all when empty).
-int64_t reducedCount(RankedTensorType type, ArrayRef<int64_t> axes) {
-  int64_t count = 1;
-  for (int64_t d = 0; d < type.getRank(); ++d)
-    if (axes.empty() || llvm::is_contained(axes, d))
-      count *= type.getDimSize(d);
-  return count;
-}
-
 Value divideBy(OpBuilder &b, Location loc, Value v, int64_t count) {
   auto type = cast<RankedTensorType>(v.getType());
   return mapElements(b, loc, ValueRange{v}, type,
@@ -181,7 +172,8 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
                           op.getKeepdims(), kind);
     if (mean)
       result = divideBy(rewriter, op.getLoc(), result,
-                        reducedCount(op.getInput().getType(), op.getAxes()));
+                        mlir::loom::detail::reducedCount(op.getInput().getType(),
+                                             op.getAxes()));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -421,7 +413,7 @@ struct LayerNormLowering : OpRewritePattern<LayerNormOp> {
     SmallVector<int64_t> axes;
     for (int64_t d = op.getAxis(); d < type.getRank(); ++d)
       axes.push_back(d);
-    int64_t count = reducedCount(type, axes);
+    int64_t count = mlir::loom::detail::reducedCount(type, axes);
     Value x = op.getInput();
     Value mean = divideBy(
         rewriter, loc, reduce(rewriter, loc, x, axes, true, Combine::Sum),
@@ -522,11 +514,8 @@ struct BatchNormTrainLowering : OpRewritePattern<BatchNormTrainOp> {
     auto keptType = RankedTensorType::get(kept, element);
     auto channelType = cast<RankedTensorType>(op.getScale().getType());
     auto scalar = [&](double v) -> Value {
-      return ConstantOp::create(
-          rewriter, loc,
-          cast<ElementsAttr>(DenseElementsAttr::get(
-              RankedTensorType::get({}, element),
-              rewriter.getFloatAttr(element, v))));
+      return ConstantOp::create(rewriter, loc,
+                                RankedTensorType::get({}, element), v);
     };
     auto asKept = [&](Value v) -> Value {
       return ReshapeOp::create(rewriter, loc, keptType, v);

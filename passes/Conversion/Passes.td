@@ -76,7 +76,7 @@ def LoomMemrefCopyToLinalgPass
 
 def LoomMatmulToKernelPass
     : Pass<"loom-matmul-to-kernel", "::mlir::ModuleOp"> {
-  let summary = "hands bufferized f32 linalg.matmul ops to the runtime's GEMM";
+  let summary = "hands bufferized f32 linalg.matmul and linalg.batch_matmul ops to the runtime's GEMM";
   let description = [{
     Replaces every `linalg.matmul` on f32 memrefs with unit-stride rows (plain
     or with either operand transposed, as `loom-convert-loom-to-linalg`

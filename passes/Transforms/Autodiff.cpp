@@ -50,10 +50,7 @@ mlir::loom::buildGradients(OpBuilder &builder, Value loss,
 
   llvm::DenseMap<Value, Value> grads;
   Location loc = loss.getLoc();
-  grads[loss] = ConstantOp::create(
-      builder, loc,
-      cast<ElementsAttr>(DenseElementsAttr::get(
-          lossType, builder.getFloatAttr(lossType.getElementType(), 1.0))));
+  grads[loss] = ConstantOp::create(builder, loc, lossType, 1.0);
 
   // Ops are visited in reverse order, so every use of a value has added its
   // contribution before the value's own op reads the sum.

@@ -35,10 +35,7 @@ struct Scalars {
   Type type;
 
   Value constant(double v) {
-    auto t = RankedTensorType::get({}, type);
-    return ConstantOp::create(b, loc,
-                              cast<ElementsAttr>(DenseElementsAttr::get(
-                                  t, b.getFloatAttr(type, v))));
+    return ConstantOp::create(b, loc, RankedTensorType::get({}, type), v);
   }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value sub(Value x, Value y) { return SubOp::create(b, loc, x, y); }
@@ -365,10 +362,7 @@ struct LoomBuildTrainStepPass
     SmallVector<Value> accumulators, accumulated;
     Value micro, microNext;
     auto i64Scalar = [&](int64_t v) -> Value {
-      return ConstantOp::create(
-          b, loc,
-          cast<ElementsAttr>(DenseElementsAttr::get(
-              stepType, b.getIntegerAttr(b.getI64Type(), v))));
+      return ConstantOp::create(b, loc, stepType, (double)v);
     };
     if (accumulate > 1) {
       micro = addState(train, stepType, "micro_step");
@@ -476,11 +470,8 @@ struct LoomBuildTrainStepPass
     for (auto [next, old] : llvm::zip(stateResults, stateOld))
       results.push_back(whenApplied(next, old));
     attrs.append(stateAttrs);
-    Value one = ConstantOp::create(
-        b, loc,
-        cast<ElementsAttr>(DenseElementsAttr::get(
-            stepType, b.getIntegerAttr(b.getI64Type(), 1))));
-    results.push_back(whenApplied(AddOp::create(b, loc, step, one), step));
+    results.push_back(
+        whenApplied(AddOp::create(b, loc, step, i64Scalar(1)), step));
     attrs.push_back(outputAttr(b, "step.next", "step"));
     // Batch normalization in training mode updates its running statistics,
     // which are parameters without a gradient.
@@ -506,10 +497,7 @@ struct LoomBuildTrainStepPass
       for (auto [i, acc, sum] :
            llvm::zip(trainable, accumulators, accumulated)) {
         Value zero = ConstantOp::create(
-            b, loc,
-            cast<ElementsAttr>(DenseElementsAttr::get(
-                cast<RankedTensorType>(acc.getType()),
-                b.getFloatAttr(getElementTypeOrSelf(acc.getType()), 0.0))));
+            b, loc, cast<RankedTensorType>(acc.getType()), 0.0);
         results.push_back(WhereOp::create(b, loc, apply, zero, sum));
         attrs.push_back(outputAttr(b, names[i] + ".grad_accumulator.next",
                                    names[i] + ".grad_accumulator"));

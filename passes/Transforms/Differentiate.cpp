@@ -50,13 +50,9 @@ struct LoomDifferentiatePass
         return signalPassFailure();
       SmallVector<Value> results;
       for (auto [arg, g] : llvm::zip(wrt, *grads)) {
-        if (!g) {
-          auto type = cast<RankedTensorType>(arg.getType());
-          g = ConstantOp::create(
-              builder, ret.getLoc(),
-              cast<ElementsAttr>(DenseElementsAttr::get(
-                  type, builder.getFloatAttr(type.getElementType(), 0.0))));
-        }
+        if (!g)
+          g = ConstantOp::create(builder, ret.getLoc(),
+                                 cast<RankedTensorType>(arg.getType()), 0.0);
         results.push_back(g);
       }
       func::ReturnOp::create(builder, ret.getLoc(), results);

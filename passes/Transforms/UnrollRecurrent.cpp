@@ -56,16 +56,11 @@ struct Cell {
   Value sigmoid(Value x) { return SigmoidOp::create(b, loc, x); }
   Value tanh(Value x) { return TanhOp::create(b, loc, x); }
   Value zeros(ArrayRef<int64_t> shape) {
-    auto type = RankedTensorType::get(shape, element);
-    return ConstantOp::create(b, loc,
-                              cast<ElementsAttr>(DenseElementsAttr::get(
-                                  type, b.getFloatAttr(element, 0.0))));
+    return ConstantOp::create(b, loc, RankedTensorType::get(shape, element),
+                              0.0);
   }
   Value ones() {
-    auto type = RankedTensorType::get({}, element);
-    return ConstantOp::create(b, loc,
-                              cast<ElementsAttr>(DenseElementsAttr::get(
-                                  type, b.getFloatAttr(element, 1.0))));
+    return ConstantOp::create(b, loc, RankedTensorType::get({}, element), 1.0);
   }
 };
 

@@ -2,6 +2,14 @@
 // RUN: not loom-opt %s --loom-build-train-step="loss=hinge:y" 2>&1 | FileCheck %s --check-prefix=LOSS
 // RUN: not loom-opt %s --loom-build-train-step="schedule=cosine warmup-steps=10 total-steps=5" 2>&1 | FileCheck %s --check-prefix=COS
 // RUN: not loom-opt %s --loom-build-train-step="nesterov=true" 2>&1 | FileCheck %s --check-prefix=NEST
+// RUN: not loom-opt %s --loom-build-train-step="accumulate=0" 2>&1 | FileCheck %s --check-prefix=ACC
+// RUN: not loom-opt %s --loom-build-train-step --loom-build-train-step 2>&1 | FileCheck %s --check-prefix=SEVERAL
+// RUN: not loom-opt %s --loom-build-train-step --loom-build-train-step="entry=f" 2>&1 | FileCheck %s --check-prefix=TWICE
+// RUN: not loom-opt %s --loom-build-train-step="entry=g" 2>&1 | FileCheck %s --check-prefix=NOENTRY
+// SEVERAL: error: the module has several public functions; name the forward one with entry=NAME
+// NOENTRY: error: no function @g to train
+// ACC: error: accumulate must be at least 1, got 0
+// TWICE: error: the module already has a train_step or eval_step
 // OPT: error: unknown optimizer 'rmsprop' (expected sgd, adam or adamw)
 // LOSS: error: unknown loss 'hinge:y' (expected cross-entropy:LABELS or mse:TARGET)
 // COS: error: the cosine schedule needs total-steps (5) greater than warmup-steps (10)

@@ -164,13 +164,12 @@ int main(int argc, char **argv) {
   }
 
   bool trainingFlag = false;
-  for (cl::Option *opt : {(cl::Option *)&loss, (cl::Option *)&lossOutput,
-                          (cl::Option *)&optimizer, (cl::Option *)&lr,
-                          (cl::Option *)&momentum, (cl::Option *)&nesterov,
-                          (cl::Option *)&weightDecay, (cl::Option *)&schedule,
-                          (cl::Option *)&clipNorm,
-                          (cl::Option *)&gradAccumulation})
-    trainingFlag |= opt->getNumOccurrences() > 0;
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *opt = entry.second;
+    if (opt != &train && opt->getNumOccurrences() > 0 &&
+        llvm::is_contained(opt->Categories, &trainCategory))
+      trainingFlag = true;
+  }
   if (trainingFlag && !train) {
     WithColor::error(errs(), "loomc")
         << "training options need --train\n";
