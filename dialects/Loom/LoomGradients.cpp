@@ -13,6 +13,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -246,6 +247,18 @@ LogicalResult gradient(CastOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
   if (isFloatTensor(op.getInput().getType()) && isFloatTensor(op.getType()))
     dx[0] = CastOp::create(h.b, h.loc, op.getInput().getType(), g[0]);
+  return success();
+}
+
+/// Dropout's mask depends only on its seed, offset and the entry's index, so
+/// the same dropout of the incoming gradient applies the forward's mask and
+/// scale.
+LogicalResult gradient(DropoutOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (g[0])
+    dx[0] = DropoutOp::create(h.b, h.loc, g[0], op.getOffset(),
+                              op.getRatioAttr(), op.getSeedAttr())
+                .getResult();
   return success();
 }
 
@@ -526,6 +539,25 @@ Value swapLeading(GradBuilder &h, Value v) {
   return TransposeOp::create(h.b, h.loc, v, perm);
 }
 
+/// `v` ([A, B, rest...]) with its two leading dimensions viewed as the
+/// three of `view`, those permuted by `perm` and merged back into the two of
+/// `merged`; the trailing dimensions stay in place. Grouped convolutions'
+/// gradients move channel groups with it.
+Value regroup(GradBuilder &h, Value v, std::array<int64_t, 3> view,
+              std::array<int64_t, 3> perm, std::array<int64_t, 2> merged) {
+  ArrayRef<int64_t> rest =
+      cast<RankedTensorType>(v.getType()).getShape().drop_front(2);
+  SmallVector<int64_t> split(view.begin(), view.end()), order(perm.begin(),
+                                                              perm.end());
+  split.append(rest.begin(), rest.end());
+  for (int64_t i = 3; i < (int64_t)split.size(); ++i)
+    order.push_back(i);
+  Value t = TransposeOp::create(h.b, h.loc, h.reshape(v, split), order);
+  SmallVector<int64_t> shape(merged.begin(), merged.end());
+  shape.append(rest.begin(), rest.end());
+  return h.reshape(t, shape);
+}
+
 /// `g` ([N, F, O...]) spread by `strides`: zeros between its elements, so
 /// that element o lands at o * stride; the result has O * stride positions.
 Value spreadByStride(GradBuilder &h, Value g, ArrayRef<int64_t> strides) {
@@ -552,7 +584,8 @@ Value spreadByStride(GradBuilder &h, Value g, ArrayRef<int64_t> strides) {
 /// convolved with the flipped, channel-transposed filter `w`.
 Value convInputGradient(GradBuilder &h, Value g, Value w,
                         RankedTensorType xType, ArrayRef<int64_t> strides,
-                        ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations) {
+                        ArrayRef<int64_t> pads, ArrayRef<int64_t> dilations,
+                        int64_t groups = 1) {
   auto gType = cast<RankedTensorType>(g.getType());
   auto wType = cast<RankedTensorType>(w.getType());
   int64_t spatial = xType.getRank() - 2;
@@ -580,11 +613,16 @@ Value convInputGradient(GradBuilder &h, Value g, Value w,
     limits[i + 2] = -1;
     steps[i + 2] = -1;
   }
-  Value flipped =
-      swapLeading(h, SliceOp::create(h.b, h.loc, w, starts, limits, steps));
+  // Within each group, the filter's output and input channels exchange
+  // places: [G * Fg, Cg, k...] -> [G * Cg, Fg, k...].
+  Value flipped = SliceOp::create(h.b, h.loc, w, starts, limits, steps);
+  int64_t fg = wType.getDimSize(0) / groups, cg = wType.getDimSize(1);
+  flipped = groups == 1 ? swapLeading(h, flipped)
+                        : regroup(h, flipped, {groups, fg, cg}, {0, 2, 1},
+                                  {groups * cg, fg});
   SmallVector<int64_t> ones(spatial, 1), zeros(2 * spatial, 0);
   return ConvOp::create(h.b, h.loc, spreadG, flipped, Value(), ones, zeros,
-                        dilations, (uint64_t)1);
+                        dilations, (uint64_t)groups);
 }
 
 /// Pads and strides of a pooling op, with the ceil-mode overhang (windows
@@ -723,8 +761,7 @@ LogicalResult gradient(MaxPoolOp op, GradBuilder &h, ArrayRef<Value> g,
 
 LogicalResult gradient(ConvOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
-  if (op.getGroups() != 1)
-    return op.emitOpError("cannot differentiate a grouped convolution yet");
+  int64_t groups = op.getGroups();
   Value x = op.getInput(), w = op.getFilter(), d = g[0];
   auto xType = cast<RankedTensorType>(x.getType());
   auto wType = cast<RankedTensorType>(w.getType());
@@ -742,12 +779,18 @@ LogicalResult gradient(ConvOp op, GradBuilder &h, ArrayRef<Value> g,
     dx[2] = h.sum(d, axes, /*keepdims=*/false);
   }
 
-  // dW[f, c, k] = sum_{n, o} g[n, f, o] x[n, c, o*s + k*dil - pad]: a
-  // convolution of x (channels as batch) by g (batch as channels) with the
-  // stride and dilation exchanged, cropped to the kernel's size.
+  // dW[f, c, k] = sum_{n, o} g[n, f, o] x[n, (f / Fg) * Cg + c,
+  // o*s + k*dil - pad]: a convolution of x (channels as batch) by g (batch as
+  // channels) with the stride and dilation exchanged, cropped to the kernel's
+  // size. With G groups, x becomes [Cg, G * N, ...] so that group g of that
+  // convolution reads the batch of x's channel group g.
   {
-    Value r = ConvOp::create(h.b, h.loc, transpose(x), transpose(d), Value(),
-                             dilations, pads, strides, (uint64_t)1);
+    int64_t n = xType.getDimSize(0), cg = xType.getDimSize(1) / groups;
+    Value xT = groups == 1 ? transpose(x)
+                           : regroup(h, x, {n, groups, cg}, {2, 1, 0},
+                                     {cg, groups * n});
+    Value r = ConvOp::create(h.b, h.loc, xT, transpose(d), Value(), dilations,
+                             pads, strides, (uint64_t)groups);
     auto rType = cast<RankedTensorType>(r.getType());
     SmallVector<int64_t> starts(rType.getRank(), 0), steps(rType.getRank(), 1);
     SmallVector<int64_t> limits(rType.getShape());
@@ -758,7 +801,7 @@ LogicalResult gradient(ConvOp op, GradBuilder &h, ArrayRef<Value> g,
     dx[1] = transpose(r);
   }
 
-  dx[0] = convInputGradient(h, d, w, xType, strides, pads, dilations);
+  dx[0] = convInputGradient(h, d, w, xType, strides, pads, dilations, groups);
   return success();
 }
 
@@ -1064,6 +1107,6 @@ void mlir::loom::registerGradientModels(MLIRContext *context) {
          ReduceMinOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, ReshapeOp,
          TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, PadOp, GatherOp,
          SoftmaxCrossEntropyOp, NllLossOp, BatchNormOp, BatchNormTrainOp,
-         ConvOp, AvgPoolOp, MaxPoolOp>(context);
+         ConvOp, AvgPoolOp, MaxPoolOp, DropoutOp>(context);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp, ConstantOp>(context);
 }

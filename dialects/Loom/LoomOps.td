@@ -585,14 +585,32 @@ def Loom_DropoutOp : Loom_Op<"dropout", [InferTypeOpAdaptor]> {
   let summary = "zeroes entries with probability `ratio` and scales the rest";
   let description = [{
     Keeps each entry with probability `1 - ratio` and scales kept ones by
-    `1 / (1 - ratio)`; `mask` says which were kept. The random stream is
-    derived from `seed`, so the backward pass regenerates the same mask. With
-    ratio 0 it is the identity. It reads random state, so it is not Pure.
+    `1 / (1 - ratio)`; `mask` says which were kept. With ratio 0 it is the
+    identity.
+
+    The mask is a pure function of `seed`, the optional `offset` (a rank-0
+    i64 tensor, 0 when absent) and each entry's row-major index `i`, so that
+    the backward pass regenerates the forward's mask and a resumed run draws
+    the masks an uninterrupted one would. With `mix` the 64-bit finalizer of
+    SplitMix64 (`z ^= z >> 30; z *= 0xBF58476D1CE4E5B9; z ^= z >> 27;
+    z *= 0x94D049BB133111EB; z ^= z >> 31`), all arithmetic modulo 2^64:
+
+        key = mix(seed + mix(offset + 0x9E3779B97F4A7C15))
+        r_i = mix(key + (i + 1) * 0x9E3779B97F4A7C15)
+        keep_i = (r_i >> 40) >= ceil(ratio * 2^24)
+
+    `loom-build-train-step` passes the step counter as `offset`, so every
+    step draws a fresh mask, and gives each dropout of the model its own
+    `seed`. The op is not Pure, so that two dropouts of one tensor stay two
+    draws until then.
   }];
-  let arguments = (ins Loom_FloatTensor:$input, F64Attr:$ratio,
+  let arguments = (ins Loom_FloatTensor:$input,
+                       Optional<0DTensorOf<[I64]>>:$offset, F64Attr:$ratio,
                        DefaultValuedAttr<I64Attr, "0">:$seed);
   let results = (outs Loom_FloatTensor:$result, Loom_BoolTensor:$mask);
-  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $input (`offset` $offset^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <cmath>
 #include <limits>
 
 namespace mlir::loom {
@@ -898,6 +899,100 @@ struct TriluLowering : OpRewritePattern<TriluOp> {
                       b, l, keep, x,
                       scalarConstant(b, l, type.getElementType(), 0));
                 }));
+    return success();
+  }
+};
+
+/// Dropout's counter-based mask (the formula is in the op's description):
+/// one 64-bit key per call from `seed` and `offset`, then a SplitMix64 draw
+/// per entry from its row-major index, compared with a 24-bit threshold.
+struct DropoutLowering : OpRewritePattern<DropoutOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  static constexpr uint64_t kGolden = 0x9E3779B97F4A7C15ull;
+
+  /// SplitMix64's finalizer.
+  static Value mix(OpBuilder &b, Location l, Value z) {
+    auto step = [&](Value v, int64_t shift, uint64_t multiplier) -> Value {
+      Value shifted =
+          arith::ShRUIOp::create(b, l, v, i64Constant(b, l, shift));
+      Value x = arith::XOrIOp::create(b, l, v, shifted);
+      return multiplier ? arith::MulIOp::create(
+                              b, l, x, i64Constant(b, l, (int64_t)multiplier))
+                              .getResult()
+                        : x;
+    };
+    z = step(z, 30, 0xBF58476D1CE4E5B9ull);
+    z = step(z, 27, 0x94D049BB133111EBull);
+    return step(z, 31, 0);
+  }
+  static Value i64Constant(OpBuilder &b, Location l, int64_t v) {
+    return arith::ConstantOp::create(b, l, b.getI64IntegerAttr(v));
+  }
+
+  LogicalResult matchAndRewrite(DropoutOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getResult().getType());
+    auto maskType = cast<RankedTensorType>(op.getMask().getType());
+    double ratio = op.getRatio().convertToDouble();
+    Value offset =
+        op.getOffset()
+            ? tensor::ExtractOp::create(rewriter, loc, op.getOffset(),
+                                        ValueRange{})
+                  .getResult()
+            : i64Constant(rewriter, loc, 0);
+    Value inner = mix(rewriter, loc,
+                      arith::AddIOp::create(rewriter, loc, offset,
+                                            i64Constant(rewriter, loc,
+                                                        (int64_t)kGolden)));
+    Value key = mix(rewriter, loc,
+                    arith::AddIOp::create(rewriter, loc, inner,
+                                          i64Constant(rewriter, loc,
+                                                      op.getSeed())));
+    int64_t threshold = (int64_t)std::ceil(std::ldexp(ratio, 24));
+    int64_t rank = type.getRank();
+    AffineMap identity =
+        AffineMap::getMultiDimIdentityMap(rank, rewriter.getContext());
+    SmallVector<utils::IteratorType> parallel(rank,
+                                              utils::IteratorType::parallel);
+    Type element = type.getElementType();
+    ArrayRef<int64_t> shape = type.getShape();
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{type, maskType}, ValueRange{op.getInput()},
+        ValueRange{emptyTensor(rewriter, loc, type),
+                   emptyTensor(rewriter, loc, maskType)},
+        {identity, identity, identity}, parallel,
+        [&](OpBuilder &b, Location l, ValueRange a) {
+          Value linear = i64Constant(b, l, 0);
+          for (int64_t d = 0; d < rank; ++d) {
+            Value index = arith::IndexCastOp::create(
+                b, l, b.getI64Type(), linalg::IndexOp::create(b, l, d));
+            linear = arith::AddIOp::create(
+                b, l,
+                arith::MulIOp::create(b, l, linear,
+                                      i64Constant(b, l, shape[d])),
+                index);
+          }
+          Value counter = arith::MulIOp::create(
+              b, l,
+              arith::AddIOp::create(b, l, linear, i64Constant(b, l, 1)),
+              i64Constant(b, l, (int64_t)kGolden));
+          Value draw =
+              mix(b, l, arith::AddIOp::create(b, l, key, counter));
+          Value high =
+              arith::ShRUIOp::create(b, l, draw, i64Constant(b, l, 40));
+          Value keep =
+              arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, high,
+                                    i64Constant(b, l, threshold));
+          Value scaled = arith::MulFOp::create(
+              b, l, a[0],
+              scalarConstant(b, l, element, 1.0 / (1.0 - ratio)));
+          Value y = arith::SelectOp::create(
+              b, l, keep, scaled, scalarConstant(b, l, element, 0.0));
+          linalg::YieldOp::create(b, l, ValueRange{y, keep});
+        });
+    rewriter.replaceOp(op, generic.getResults());
     return success();
   }
 };
@@ -1862,7 +1957,7 @@ void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
                BatchNormLowering, BatchNormTrainLowering, TransposeLowering, ReshapeLowering,
                ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
                SliceLowering, GatherLowering, GatherElementsLowering,
-               OneHotLowering, TriluLowering, PadLowering, ConvLowering,
+               OneHotLowering, TriluLowering, DropoutLowering, PadLowering, ConvLowering,
                MaxPoolLowering, AvgPoolLowering, NllLossLowering,
                SoftmaxCrossEntropyLowering, ScatterElementsLowering,
                TopKLowering, LstmLowering, GruLowering>(ctx);

@@ -229,6 +229,26 @@ struct LoomBuildTrainStepPass
   }
 
   /// Adds a zero-initialized optimizer-state argument shaped like `like`.
+  /// Gives every dropout of `train` its own stream (its seed plus its
+  /// ordinal times 2^32) and, where it has none, an offset that stands for
+  /// the random-stream position the training step fills in once its step
+  /// counter exists. Returns that placeholder, or null without dropouts.
+  Value prepareDropouts(func::FuncOp train) {
+    SmallVector<DropoutOp> dropouts;
+    train.walk([&](DropoutOp d) { dropouts.push_back(d); });
+    if (dropouts.empty())
+      return Value();
+    OpBuilder b = OpBuilder::atBlockBegin(&train.getBody().front());
+    Value placeholder = ConstantOp::create(
+        b, train.getLoc(), RankedTensorType::get({}, b.getI64Type()), 0.0);
+    for (auto [ordinal, d] : llvm::enumerate(dropouts)) {
+      d.setSeed(d.getSeed() + ((int64_t)ordinal << 32));
+      if (!d.getOffset())
+        d.getOffsetMutable().assign(placeholder);
+    }
+    return placeholder;
+  }
+
   Value addState(func::FuncOp func, Type type, StringRef name) {
     OpBuilder b(func);
     auto attrs = b.getDictionaryAttr(
@@ -294,6 +314,16 @@ struct LoomBuildTrainStepPass
       bn.getResult().replaceAllUsesWith(y);
       bn.erase();
     }
+    // ... and without dropout: the identity, every entry kept.
+    SmallVector<DropoutOp> evalDropouts;
+    eval.walk([&](DropoutOp d) { evalDropouts.push_back(d); });
+    for (DropoutOp d : evalDropouts) {
+      OpBuilder nb(d);
+      d.getResult().replaceAllUsesWith(d.getInput());
+      d.getMask().replaceAllUsesWith(ConstantOp::create(
+          nb, d.getLoc(), cast<RankedTensorType>(d.getMask().getType()), 1.0));
+      d.erase();
+    }
 
     // train_step: forward, loss, gradients, optimizer.
     func::FuncOp train;
@@ -304,6 +334,7 @@ struct LoomBuildTrainStepPass
     Location loc = ret.getLoc();
     // Backpropagation through time: recurrent layers as their time steps.
     unrollRecurrentLayers(train);
+    Value dropoutPosition = prepareDropouts(train);
 
     SmallVector<Value> params;
     SmallVector<std::string> names;
@@ -364,8 +395,24 @@ struct LoomBuildTrainStepPass
     auto i64Scalar = [&](int64_t v) -> Value {
       return ConstantOp::create(b, loc, stepType, (double)v);
     };
-    if (accumulate > 1) {
+    if (accumulate > 1)
       micro = addState(train, stepType, "micro_step");
+    if (dropoutPosition) {
+      // Micro-batch `micro` of step `step` draws masks at position
+      // step * accumulate + micro.
+      OpBuilder eb = OpBuilder::atBlockBegin(&train.getBody().front());
+      Value position = step;
+      if (micro)
+        position = AddOp::create(
+            eb, loc,
+            MulOp::create(eb, loc, step,
+                          ConstantOp::create(eb, loc, stepType,
+                                             (double)accumulate)),
+            micro);
+      dropoutPosition.replaceAllUsesWith(position);
+      dropoutPosition.getDefiningOp()->erase();
+    }
+    if (accumulate > 1) {
       b.setInsertionPoint(ret);
       microNext = AddOp::create(b, loc, micro, i64Scalar(1));
       apply = EqualOp::create(b, loc, microNext, i64Scalar(accumulate));

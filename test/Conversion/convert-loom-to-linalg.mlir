@@ -65,10 +65,31 @@ func.func @layout_ops(%x: tensor<2x3x4xf32>) -> (tensor<4x2x3xf32>, tensor<6x4xf
 
 // -----
 
-func.func @dropout_has_no_lowering_yet(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
-  // expected-error @+1 {{'loom.dropout' op has no CPU lowering yet}}
-  %0:2 = loom.dropout %x {ratio = 0.1 : f64, seed = 7 : i64} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x4xi1>)
-  return %0#0 : tensor<2x3x4xf32>
+// ceil(0.3 * 2^24) = 5033165: the 24 high bits of each draw must reach it.
+// CHECK-LABEL: func @dropout
+// CHECK-SAME: (%[[X:.*]]: tensor<2x3xf32>, %[[STEP:.*]]: tensor<i64>)
+func.func @dropout(%x: tensor<2x3xf32>, %step: tensor<i64>) -> (tensor<2x3xf32>, tensor<2x3xi1>) {
+  // CHECK-DAG: %[[T:.*]] = arith.constant 5033165 : i64
+  // CHECK-DAG: %[[SEED:.*]] = arith.constant 9 : i64
+  // CHECK: tensor.extract %[[STEP]][] : tensor<i64>
+  // CHECK: arith.addi %{{.*}}, %[[SEED]] : i64
+  // CHECK: linalg.generic
+  // CHECK-SAME: ins(%[[X]] : tensor<2x3xf32>) outs(%{{.*}}, %{{.*}} : tensor<2x3xf32>, tensor<2x3xi1>)
+  // CHECK: linalg.index 0
+  // CHECK: linalg.index 1
+  // CHECK: arith.cmpi uge, %{{.*}}, %[[T]] : i64
+  // CHECK: arith.select
+  %0:2 = loom.dropout %x offset %step {ratio = 0.3 : f64, seed = 9 : i64} : (tensor<2x3xf32>, tensor<i64>) -> (tensor<2x3xf32>, tensor<2x3xi1>)
+  return %0#0, %0#1 : tensor<2x3xf32>, tensor<2x3xi1>
+}
+
+// -----
+
+loom.mesh @mesh = <dp = 2>
+func.func @collective_has_no_lowering_yet(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
+  // expected-error @+1 {{'loom.all_reduce' op has no CPU lowering yet}}
+  %0 = loom.all_reduce sum %x on @mesh ["dp"] : tensor<2x3x4xf32>
+  return %0 : tensor<2x3x4xf32>
 }
 
 // -----

@@ -214,6 +214,38 @@ func.func @conv_dilated(%x: tensor<1x2x6x5xf64>, %w: tensor<2x2x2x3xf64>) -> ten
   return %r : tensor<f64>
 }
 
+// The mask is fixed by seed and offset, so the function is smooth in x.
+// CHECK-DAG: dropout: ok
+func.func @dropout(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %off = loom.constant dense<3> : tensor<i64>
+  %0:2 = loom.dropout %x offset %off {ratio = 0.4 : f64, seed = 11 : i64} : (tensor<4x3xf64>, tensor<i64>) -> (tensor<4x3xf64>, tensor<4x3xi1>)
+  %1 = loom.mul %0#0, %x : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %2 = loom.mul %1, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: conv_grouped: ok
+func.func @conv_grouped(%x: tensor<2x4x5x5xf64>, %w: tensor<6x2x3x3xf64>, %b: tensor<6xf64>) -> tensor<f64> {
+  %c = loom.constant dense<[[[[0.5]], [[-1.0]], [[2.0]], [[0.75]], [[-0.25]], [[1.5]]]]> : tensor<1x6x1x1xf64>
+  %0 = loom.conv %x, %w, %b {strides = array<i64: 2, 1>, pads = array<i64: 1, 0, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<2x4x5x5xf64>, tensor<6x2x3x3xf64>, tensor<6xf64>) -> tensor<2x6x3x4xf64>
+  %1 = loom.mul %0, %0 : (tensor<2x6x3x4xf64>, tensor<2x6x3x4xf64>) -> tensor<2x6x3x4xf64>
+  %2 = loom.mul %1, %c : (tensor<2x6x3x4xf64>, tensor<1x6x1x1xf64>) -> tensor<2x6x3x4xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<2x6x3x4xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: conv_depthwise: ok
+func.func @conv_depthwise(%x: tensor<2x3x6x6xf64>, %w: tensor<3x1x2x2xf64>) -> tensor<f64> {
+  %c = loom.constant dense<[[[[0.5]], [[-1.5]], [[1.25]]]]> : tensor<1x3x1x1xf64>
+  %0 = loom.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 0, 1, 1, 0>, dilations = array<i64: 2, 1>, groups = 3 : i64} : (tensor<2x3x6x6xf64>, tensor<3x1x2x2xf64>) -> tensor<2x3x3x3xf64>
+  %1 = loom.mul %0, %0 : (tensor<2x3x3x3xf64>, tensor<2x3x3x3xf64>) -> tensor<2x3x3x3xf64>
+  %2 = loom.mul %1, %c : (tensor<2x3x3x3xf64>, tensor<1x3x1x1xf64>) -> tensor<2x3x3x3xf64>
+  %r = loom.reduce_sum %2 {axes = array<i64>} : (tensor<2x3x3x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
 // CHECK-DAG: batch_norm_train: ok
 func.func @batch_norm_train(%x: tensor<3x2x2x2xf64>, %scale: tensor<2xf64>, %bias: tensor<2xf64>) -> tensor<f64> {
   %rm = loom.constant dense<[0.1, -0.2]> : tensor<2xf64>
@@ -262,4 +294,4 @@ func.func @batch_norm_inference(%x: tensor<3x2x2x2xf64>, %scale: tensor<2xf64>, 
   return %r : tensor<f64>
 }
 
-// CHECK: 18 functions checked, 0 failed
+// CHECK: 21 functions checked, 0 failed

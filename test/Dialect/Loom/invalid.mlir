@@ -483,6 +483,14 @@ func.func @dropout_ratio(%x: tensor<4xf32>) {
 
 // -----
 
+func.func @dropout_offset_type(%x: tensor<4xf32>, %o: tensor<1xi64>) {
+  // expected-error @+1 {{'loom.dropout' op operand #1 must be 0D tensor of 64-bit signless integer values}}
+  %0:2 = loom.dropout %x offset %o {ratio = 0.5 : f64} : (tensor<4xf32>, tensor<1xi64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return
+}
+
+// -----
+
 func.func @lstm_weight_shape(%x: tensor<5x2x3xf32>, %w: tensor<1x12x3xf32>, %r: tensor<1x16x4xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{w must have shape [1, 16, 3], got [1, 12, 3]}}

@@ -153,6 +153,13 @@ func.func @recurrent_and_losses(%x: tensor<5x2x3xf32>, %w: tensor<2x16x3xf32>, %
 
 // -----
 
+// CHECK-LABEL: func @dropout_offset
+func.func @dropout_offset(%x: tensor<8xf32>, %step: tensor<i64>) -> tensor<8xf32> {
+  // CHECK: loom.dropout %{{.*}} offset %{{.*}} {ratio = 2.500000e-01 : f64} : (tensor<8xf32>, tensor<i64>) -> (tensor<8xf32>, tensor<8xi1>)
+  %0:2 = loom.dropout %x offset %step {ratio = 0.25 : f64} : (tensor<8xf32>, tensor<i64>) -> (tensor<8xf32>, tensor<8xi1>)
+  return %0#0 : tensor<8xf32>
+}
+
 // CHECK: loom.mesh @mesh = <dp = 2, tp = 4>
 loom.mesh @mesh = <dp = 2, tp = 4>
 

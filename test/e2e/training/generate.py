@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Generate the training-trajectory fixtures of Loom's tests with PyTorch.
 
-Usage:  python3 test/e2e/training/generate.py
+Usage:  python3 test/e2e/training/generate.py [MODEL ...]
+
+With model names (mlp, dropout_mlp, cnn, lstm, gru, gpt), only those
+fixtures are written.
 
 For each model below: export the forward function (or, for the GPT-style
 decoder, the forward function *with its loss*) to ONNX with its initial
@@ -51,6 +54,54 @@ class MLP(nn.Module):
     def forward(self, x):
         x = torch.tanh(self.fc1(x))
         x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+def loom_dropout_keep(shape, ratio, seed, offset):
+    """Loom's dropout mask (the formula of loom.dropout's description),
+    written independently of Loom with numpy's wrapping uint64 arithmetic."""
+    golden = np.uint64(0x9E3779B97F4A7C15)
+
+    def mix(z):
+        z = np.asarray(z, dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+    with np.errstate(over="ignore"):
+        key = mix(np.uint64(seed) + mix(np.uint64(offset) + golden))
+        index = np.arange(1, int(np.prod(shape)) + 1, dtype=np.uint64)
+        draws = mix(key + index * golden)
+    threshold = math.ceil(ratio * 2**24)
+    return ((draws >> np.uint64(40)) >= np.uint64(threshold)).reshape(shape)
+
+
+class DropoutMLP(nn.Module):
+    """The MLP with dropout after each hidden layer. Exported, it is ONNX
+    Dropout in training mode; trained here, it applies the masks Loom draws
+    for dropout k (in graph order) at step s: seed k * 2^32, offset s."""
+
+    RATIOS = (0.3, 0.2)
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(32, 64)
+        self.fc2 = nn.Linear(64, 64)
+        self.fc3 = nn.Linear(64, 10)
+        self.step = None  # set while reproducing Loom's masks
+
+    def drop(self, x, k):
+        ratio = self.RATIOS[k]
+        if self.step is None:
+            return F.dropout(x, ratio, self.training)
+        keep = loom_dropout_keep(tuple(x.shape), ratio, k << 32, self.step)
+        scale = torch.from_numpy(keep.astype(np.float32)) / (1.0 - ratio)
+        return x * scale
+
+    def forward(self, x):
+        x = self.drop(torch.tanh(self.fc1(x)), 0)
+        x = self.drop(F.relu(self.fc2(x)), 1)
         return self.fc3(x)
 
 
@@ -153,7 +204,9 @@ def trajectories(make_model, name, loss_fn, configs):
         opt = opt_factory(model.parameters())
         sched = sched_factory(opt) if sched_factory else None
         losses = []
-        for _ in range(STEPS):
+        for step in range(STEPS):
+            if hasattr(model, "step"):
+                model.step = step
             opt.zero_grad()
             loss = loss_fn(model)
             loss.backward()
@@ -174,6 +227,13 @@ def trajectories(make_model, name, loss_fn, configs):
 
 def main():
     torch.set_num_threads(1)
+    only = set(sys.argv[1:])
+    known = {"mlp", "dropout_mlp", "cnn", "lstm", "gru", "gpt"}
+    if only - known:
+        sys.exit(f"unknown models {sorted(only - known)}; known: {sorted(known)}")
+
+    def wanted(name):
+        return not only or name in only
 
     # MLP, cross-entropy attached by loomc.
     def make_mlp():
@@ -182,10 +242,26 @@ def main():
 
     x = torch.from_numpy(np.random.default_rng(1).standard_normal((16, 32)).astype(np.float32))
     y = torch.from_numpy(np.random.default_rng(2).integers(0, 10, 16).astype(np.int64))
-    mlp = make_mlp()
-    export(mlp, "mlp", (x,), ["x"], ["logits"], 17)
-    np.save(os.path.join(HERE, "mlp.in.labels.npy"), y.numpy())
-    trajectories(make_mlp, "mlp", lambda m: F.cross_entropy(m(x), y), CONFIGS.keys())
+    if wanted("mlp"):
+        export(make_mlp(), "mlp", (x,), ["x"], ["logits"], 17)
+        np.save(os.path.join(HERE, "mlp.in.labels.npy"), y.numpy())
+        trajectories(make_mlp, "mlp", lambda m: F.cross_entropy(m(x), y), CONFIGS.keys())
+
+    # The MLP with dropout in training mode, trained with Loom's masks.
+    def make_dropout_mlp():
+        torch.manual_seed(0)
+        return DropoutMLP().train()
+
+    if wanted("dropout_mlp"):
+        keep = loom_dropout_keep((1000, 1000), 0.3, 5, 7)
+        assert abs(keep.mean() - 0.7) < 0.002, keep.mean()  # the stream is fair
+        export(make_dropout_mlp(), "dropout_mlp", (x,), ["x"], ["logits"], 17, train=True)
+        m = onnx.load(os.path.join(HERE, "dropout_mlp.onnx"))
+        dropouts = [n for n in m.graph.node if n.op_type == "Dropout"]
+        assert len(dropouts) == 2 and not any(a.name == "seed" for n in dropouts for a in n.attribute)
+        np.save(os.path.join(HERE, "dropout_mlp.in.labels.npy"), y.numpy())
+        trajectories(make_dropout_mlp, "dropout_mlp", lambda m: F.cross_entropy(m(x), y),
+                     ["sgd", "adamw"])
 
     # CNN with batch norm in training mode, cross-entropy attached by loomc.
     def make_cnn():
@@ -194,15 +270,19 @@ def main():
 
     xc = torch.from_numpy(np.random.default_rng(4).standard_normal((8, 3, 8, 8)).astype(np.float32))
     yc = torch.from_numpy(np.random.default_rng(5).integers(0, 10, 8).astype(np.int64))
-    export(make_cnn(), "cnn", (xc,), ["x"], ["logits"], 17, train=True)
-    np.save(os.path.join(HERE, "cnn.in.labels.npy"), yc.numpy())
-    trajectories(make_cnn, "cnn", lambda m: F.cross_entropy(m(xc), yc), ["sgd", "adamw"])
+    if wanted("cnn"):
+        export(make_cnn(), "cnn", (xc,), ["x"], ["logits"], 17, train=True)
+        np.save(os.path.join(HERE, "cnn.in.labels.npy"), yc.numpy())
+        trajectories(make_cnn, "cnn", lambda m: F.cross_entropy(m(xc), yc), ["sgd", "adamw"])
 
     # LSTM and GRU classifiers (last hidden state, linear head): training
     # backpropagates through the 8 time steps.
     xr = torch.from_numpy(np.random.default_rng(6).standard_normal((4, 8, 16)).astype(np.float32))
     yr = torch.from_numpy(np.random.default_rng(7).integers(0, 10, 4).astype(np.int64))
     for name, cell in (("lstm", nn.LSTM), ("gru", nn.GRU)):
+        if not wanted(name):
+            continue
+
         def make_rnn(cell=cell):
             torch.manual_seed(0)
             return RNNHead(cell)
@@ -219,10 +299,11 @@ def main():
     rng = np.random.default_rng(3)
     tokens = torch.from_numpy(rng.integers(0, 64, (4, 16)).astype(np.int64))
     targets = torch.from_numpy(rng.integers(0, 64, (4, 16)).astype(np.int64))
-    for opset in (14, 17):
-        name = f"gpt_opset{opset}"
-        export(make_gpt(), name, (tokens, targets), ["tokens", "targets"], ["loss"], opset)
-    trajectories(make_gpt, "gpt", lambda m: m(tokens, targets), ["sgd", "adamw"])
+    if wanted("gpt"):
+        for opset in (14, 17):
+            name = f"gpt_opset{opset}"
+            export(make_gpt(), name, (tokens, targets), ["tokens", "targets"], ["loss"], opset)
+        trajectories(make_gpt, "gpt", lambda m: m(tokens, targets), ["sgd", "adamw"])
 
 
 if __name__ == "__main__":
