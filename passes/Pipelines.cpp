@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - Loom's named pass pipelines ------------------------===//
 //
-// The CPU pipeline: Loom's lowering to linalg, then MLIR's upstream
+// The CPU pipeline: Loom's lowering to linalg (with, from -O2, fast-math
+// flags on reductions: loom-reassociate-reductions), then MLIR's upstream
 // bufferization and LLVM lowering. In mlir-opt terms the second half is
 //   one-shot-bufferize{bufferize-function-boundaries
 //     function-boundary-type-conversion=identity-layout-map
@@ -9,8 +10,10 @@
 //   loom-expose-entry-points, buffer-deallocation-pipeline,
 //   loom-matmul-to-kernel, loom-memref-copy-to-linalg, convert-linalg-to-loops,
 //   expand-strided-metadata, lower-affine, convert-scf-to-cf,
-//   convert-math-to-funcs,
-//   convert-math-to-libm, arith-expand{include-bf16}, convert-to-llvm,
+//   loom-approximate-math (from -O2), convert-math-to-funcs,
+//   convert-math-to-llvm,
+//   convert-math-to-libm, arith-expand{include-bf16},
+//   finalize-memref-to-llvm{use-generic-functions}, convert-to-llvm,
 //   reconcile-unrealized-casts.
 //
 //===----------------------------------------------------------------------===//
@@ -39,6 +42,8 @@ void loom::buildLoomToLinalgPipeline(OpPassManager &pm,
     pm.addPass(createCanonicalizerPass());
     pm.addPass(createCSEPass());
   }
+  if (options.optLevel > 1)
+    pm.addNestedPass<func::FuncOp>(createLoomReassociateReductionsPass());
 }
 
 void loom::buildLoomLinalgToLLVMPipeline(
@@ -64,14 +69,25 @@ void loom::buildLoomLinalgToLLVMPipeline(
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
-  // Integer powers get outlined implementations; math.erf and friends have
-  // no LLVM intrinsic, and libm provides them all.
+  // f32 exp, log, tanh and erf as vectorizable polynomials; integer powers
+  // get outlined implementations; the rest of math has no LLVM intrinsic,
+  // and libm provides it.
+  if (options.optLevel > 1)
+    pm.addPass(createLoomApproximateMathPass());
   pm.addPass(createConvertMathToFuncs());
+  // Ops with an LLVM intrinsic (fma, floor, ...) become that intrinsic
+  // rather than a libm call.
+  pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   // bf16 conversions as integer arithmetic (no __truncsfbf2 in libgcc 12).
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
   pm.addPass(arith::createArithExpandOpsPass(expand));
+  // Heap temporaries through MLIR's generic allocation functions, which
+  // libloomrt implements with a cache of freed blocks.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }

@@ -104,4 +104,32 @@ def LoomFuseElementwisePass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def LoomReassociateReductionsPass
+    : Pass<"loom-reassociate-reductions", "::mlir::func::FuncOp"> {
+  let summary = "lets the code generator reorder the float arithmetic of reductions";
+  let description = [{
+    Marks the floating-point arithmetic in the body of every `linalg.generic`
+    with a reduction iterator (sums, means, variances, softmax denominators,
+    convolutions) with the `reassoc` and `contract` fast-math flags, so that
+    LLVM can vectorize the reduction (partial sums in vector lanes) and fuse
+    multiply-adds. Results change only by rounding, as with any blocked
+    summation. `loomc -O2` and above run it.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
+def LoomApproximateMathPass
+    : Pass<"loom-approximate-math", "::mlir::ModuleOp"> {
+  let summary = "replaces f32 exp, log, tanh and erf with polynomial approximations";
+  let description = [{
+    Upstream's polynomial approximations (`math` dialect) of f32 `exp`,
+    `expm1`, `log`, `log1p`, `log2`, `tanh` and `erf`: plain arithmetic that
+    the loop vectorizer handles, instead of one libm call per element. Other
+    types and functions keep their libm calls. `loomc -O2` and above run it.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 #endif // LOOM_CONVERSION_PASSES
