@@ -1,0 +1,55 @@
+// RUN: loom-opt %s --split-input-file --loom-reassociate-reductions | FileCheck %s --check-prefix=REASSOC
+// RUN: loom-opt %s --split-input-file --loom-approximate-math | FileCheck %s --check-prefix=APPROX
+
+// Reductions get reassoc and contract; elementwise generics keep strict
+// arithmetic.
+// REASSOC-LABEL: func @sum_rows
+// REASSOC: arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// REASSOC: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// REASSOC-LABEL: func @scale
+// REASSOC-NOT: fastmath
+// REASSOC: return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @sum_rows(%x: tensor<4x8xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %sq = arith.mulf %a, %a : f32
+    %s = arith.addf %acc, %sq : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+func.func @scale(%x: tensor<4x8xf32>, %out: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c = arith.constant 2.0 : f32
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<4x8xf32>) outs(%out : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %c : f32
+    linalg.yield %m : f32
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// f32 exp, log, tanh and erf become arithmetic; f64 keeps its libm call, and
+// so do functions without an approximation here (sin).
+// APPROX-LABEL: func @math
+// APPROX-NOT: math.exp %{{.*}} : f32
+// APPROX-NOT: math.log %{{.*}} : f32
+// APPROX-NOT: math.tanh %{{.*}} : f32
+// APPROX-NOT: math.erf %{{.*}} : f32
+// APPROX: math.fma
+// APPROX-DAG: math.erf %{{.*}} : f64
+// APPROX-DAG: math.sin %{{.*}} : f32
+func.func @math(%x: f32, %y: f64) -> (f32, f32, f32, f32, f64, f32) {
+  %0 = math.exp %x : f32
+  %1 = math.log %x : f32
+  %2 = math.tanh %x : f32
+  %3 = math.erf %x : f32
+  %4 = math.erf %y : f64
+  %5 = math.sin %x : f32
+  return %0, %1, %2, %3, %4, %5 : f32, f32, f32, f32, f64, f32
+}
