@@ -13,11 +13,11 @@
 #include <cblas.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace {
 /// MLIR's descriptor of a rank-`Rank` memref of f32.
-template <int Rank>
-struct Descriptor {
+template <int Rank> struct Descriptor {
   float *allocated;
   float *aligned;
   int64_t offset;
@@ -27,6 +27,7 @@ struct Descriptor {
 };
 using Matrix = Descriptor<2>;
 using Batch = Descriptor<3>;
+using Grouped = Descriptor<5>;
 
 /// c += op(a) * op(b) on row-major matrices with leading dimensions.
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
@@ -42,9 +43,10 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
 /// [K, N]), bit 1 transposes `a` ([K, M] instead of [M, K]); c is [M, N].
 /// Rows must be contiguous (unit inner stride), which the compiler
 /// guarantees.
-extern "C" LOOM_API void
-_mlir_ciface_loom_kernel_matmul_f32(Matrix *a, Matrix *b, Matrix *c,
-                                    int64_t flags) {
+extern "C" LOOM_API void _mlir_ciface_loom_kernel_matmul_f32(Matrix *a,
+                                                             Matrix *b,
+                                                             Matrix *c,
+                                                             int64_t flags) {
   bool transposeA = flags & 2, transposeB = flags & 1;
   int64_t m = c->sizes[0], n = c->sizes[1];
   int64_t k = transposeA ? a->sizes[0] : a->sizes[1];
@@ -68,4 +70,96 @@ _mlir_ciface_loom_kernel_batch_matmul_f32(Batch *a, Batch *b, Batch *c,
     gemm(transposeA, transposeB, m, n, k, a->data() + i * a->strides[0],
          a->strides[1], b->data() + i * b->strides[0], b->strides[1],
          c->data() + i * c->strides[0], c->strides[1]);
+}
+
+/// out[n, g, f, oh, ow] += sum_{c, kh, kw} in[n, g, c, oh*sh + kh*dh,
+/// ow*sw + kw*dw] * filter[g, f, c, kh, kw] (linalg.conv_2d_ngchw_gfchw; the
+/// input is already padded). For each image and group the receptive fields
+/// are copied into a [Cg*KH*KW, OH*OW] matrix (im2col), skipped for 1x1
+/// kernels with unit stride on dense images, and one GEMM with the group's
+/// [Fg, Cg*KH*KW] filter produces its [Fg, OH*OW] outputs. Operands may have
+/// any strides; non-dense filters and outputs go through packed copies.
+extern "C" LOOM_API void
+_mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
+                                    int64_t strideH, int64_t strideW,
+                                    int64_t dilationH, int64_t dilationW) {
+  const int64_t images = out->sizes[0], groups = out->sizes[1],
+                features = out->sizes[2], outH = out->sizes[3],
+                outW = out->sizes[4];
+  const int64_t channels = in->sizes[2], kernelH = filter->sizes[3],
+                kernelW = filter->sizes[4];
+  const int64_t depth = channels * kernelH * kernelW, pixels = outH * outW;
+  if (images == 0 || groups == 0 || features == 0 || pixels == 0)
+    return;
+  const int64_t *is = in->strides, *fs = filter->strides, *os = out->strides;
+  // The filter of a group as a row-major [Fg, depth] matrix.
+  bool denseFilter = fs[4] == 1 && fs[3] == kernelW &&
+                     fs[2] == kernelH * kernelW && fs[1] == depth;
+  bool denseOut = os[4] == 1 && os[3] == outW && os[2] == pixels;
+  bool direct = kernelH == 1 && kernelW == 1 && strideH == 1 && strideW == 1 &&
+                is[4] == 1 && is[3] == in->sizes[4] &&
+                is[2] == in->sizes[3] * in->sizes[4];
+  thread_local std::vector<float> columns, packedFilter, packedOut;
+  if (!direct)
+    columns.resize(depth * pixels);
+  if (!denseFilter)
+    packedFilter.resize(features * depth);
+  if (!denseOut)
+    packedOut.resize(features * pixels);
+
+  for (int64_t g = 0; g < groups; ++g) {
+    const float *w = filter->data() + g * fs[0];
+    int64_t ldw = fs[1];
+    if (!denseFilter) {
+      for (int64_t f = 0; f < features; ++f)
+        for (int64_t c = 0; c < channels; ++c)
+          for (int64_t kh = 0; kh < kernelH; ++kh)
+            for (int64_t kw = 0; kw < kernelW; ++kw)
+              packedFilter[f * depth + (c * kernelH + kh) * kernelW + kw] =
+                  w[f * fs[1] + c * fs[2] + kh * fs[3] + kw * fs[4]];
+      w = packedFilter.data();
+      ldw = depth;
+    }
+    for (int64_t n = 0; n < images; ++n) {
+      const float *image = in->data() + n * is[0] + g * is[1];
+      const float *cols = image;
+      int64_t ldc = is[2];
+      if (!direct) {
+        float *col = columns.data();
+        for (int64_t c = 0; c < channels; ++c)
+          for (int64_t kh = 0; kh < kernelH; ++kh)
+            for (int64_t kw = 0; kw < kernelW; ++kw) {
+              float *row = col + ((c * kernelH + kh) * kernelW + kw) * pixels;
+              for (int64_t oh = 0; oh < outH; ++oh) {
+                const float *src = image + c * is[2] +
+                                   (oh * strideH + kh * dilationH) * is[3] +
+                                   kw * dilationW * is[4];
+                float *dst = row + oh * outW;
+                for (int64_t ow = 0; ow < outW; ++ow)
+                  dst[ow] = src[ow * strideW * is[4]];
+              }
+            }
+        cols = col;
+        ldc = pixels;
+      }
+      float *result = out->data() + n * os[0] + g * os[1];
+      if (denseOut) {
+        gemm(false, false, features, pixels, depth, w, ldw, cols, ldc, result,
+             os[2]);
+        continue;
+      }
+      for (int64_t f = 0; f < features; ++f)
+        for (int64_t oh = 0; oh < outH; ++oh)
+          for (int64_t ow = 0; ow < outW; ++ow)
+            packedOut[f * pixels + oh * outW + ow] =
+                result[f * os[2] + oh * os[3] + ow * os[4]];
+      gemm(false, false, features, pixels, depth, w, ldw, cols, ldc,
+           packedOut.data(), pixels);
+      for (int64_t f = 0; f < features; ++f)
+        for (int64_t oh = 0; oh < outH; ++oh)
+          for (int64_t ow = 0; ow < outW; ++ow)
+            result[f * os[2] + oh * os[3] + ow * os[4]] =
+                packedOut[f * pixels + oh * outW + ow];
+    }
+  }
 }

@@ -1223,43 +1223,80 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(),
                       dilations = op.getDilations();
     Type element = outType.getElementType();
-    Value padded = padSpatial(rewriter, loc, op.getInput(),
-                              pads.take_front(spatial),
-                              pads.drop_front(spatial),
-                              rewriter.getFloatAttr(element, 0.0));
-    // Loops: n, f, o..., c, k...
-    int64_t loops = 3 + 2 * spatial;
-    auto dim = [&](int64_t d) { return getAffineDimExpr(d, ctx); };
-    AffineExpr c = dim(2 + spatial);
-    SmallVector<AffineExpr> inExprs = {
-        dim(0), dim(1).floorDiv(featuresPerGroup) * channelsPerGroup + c};
-    SmallVector<AffineExpr> filterExprs = {dim(1), c}, outExprs;
-    for (int64_t d = 0; d < spatial; ++d) {
-      AffineExpr k = dim(3 + spatial + d);
-      inExprs.push_back(dim(2 + d) * strides[d] + k * dilations[d]);
-      filterExprs.push_back(k);
+    Value padded = padSpatial(
+        rewriter, loc, op.getInput(), pads.take_front(spatial),
+        pads.drop_front(spatial), rewriter.getFloatAttr(element, 0.0));
+    Value result;
+    if (spatial == 2 && element.isF32()) {
+      // The named grouped convolution, which loom-matmul-to-kernel hands to
+      // the runtime's im2col + GEMM kernel after bufferization: input
+      // [N, G, Cg, H, W], filter [G, Fg, Cg, KH, KW], result [N, G, Fg, OH,
+      // OW], reshaped from and to loom's layouts.
+      auto paddedType = cast<RankedTensorType>(padded.getType());
+      ArrayRef<int64_t> in = paddedType.getShape();
+      ArrayRef<int64_t> out = outType.getShape();
+      auto split = [&](Value v, ArrayRef<int64_t> shape,
+                       ArrayRef<ReassociationIndices> reassociation) -> Value {
+        return tensor::ExpandShapeOp::create(
+            rewriter, loc, RankedTensorType::get(shape, element), v,
+            reassociation);
+      };
+      ReassociationIndices n = {0}, g = {1, 2}, h = {3}, w = {4};
+      Value input5 =
+          split(padded, {in[0], groups, channelsPerGroup, in[2], in[3]},
+                {n, g, h, w});
+      Value filter5 =
+          split(op.getFilter(),
+                {groups, featuresPerGroup, channelsPerGroup,
+                 filterType.getDimSize(2), filterType.getDimSize(3)},
+                {{0, 1}, {2}, {3}, {4}});
+      auto out5 = RankedTensorType::get(
+          {out[0], groups, featuresPerGroup, out[2], out[3]}, element);
+      Value init5 = filledTensor(rewriter, loc, out5,
+                                 identityOf(rewriter, Combine::Sum, element));
+      Value conv =
+          linalg::Conv2DNgchwGfchwOp::create(
+              rewriter, loc, TypeRange{out5}, ValueRange{input5, filter5},
+              ValueRange{init5}, rewriter.getI64TensorAttr(strides),
+              rewriter.getI64TensorAttr(dilations))
+              .getResult(0);
+      result = tensor::CollapseShapeOp::create(
+          rewriter, loc, outType, conv,
+          SmallVector<ReassociationIndices>{n, g, h, w});
+    } else {
+      // Loops: n, f, o..., c, k...
+      int64_t loops = 3 + 2 * spatial;
+      auto dim = [&](int64_t d) { return getAffineDimExpr(d, ctx); };
+      AffineExpr c = dim(2 + spatial);
+      SmallVector<AffineExpr> inExprs = {
+          dim(0), dim(1).floorDiv(featuresPerGroup) * channelsPerGroup + c};
+      SmallVector<AffineExpr> filterExprs = {dim(1), c}, outExprs;
+      for (int64_t d = 0; d < spatial; ++d) {
+        AffineExpr k = dim(3 + spatial + d);
+        inExprs.push_back(dim(2 + d) * strides[d] + k * dilations[d]);
+        filterExprs.push_back(k);
+      }
+      for (int64_t d = 0; d < 2 + spatial; ++d)
+        outExprs.push_back(dim(d));
+      SmallVector<utils::IteratorType> iterators(2 + spatial,
+                                                 utils::IteratorType::parallel);
+      iterators.append(1 + spatial, utils::IteratorType::reduction);
+      Value init = filledTensor(rewriter, loc, outType,
+                                identityOf(rewriter, Combine::Sum, element));
+      result = linalg::GenericOp::create(
+                   rewriter, loc, TypeRange{outType},
+                   ValueRange{padded, op.getFilter()}, ValueRange{init},
+                   {AffineMap::get(loops, 0, inExprs, ctx),
+                    AffineMap::get(loops, 0, filterExprs, ctx),
+                    AffineMap::get(loops, 0, outExprs, ctx)},
+                   iterators,
+                   [&](OpBuilder &b, Location l, ValueRange a) {
+                     Value prod = arith::MulFOp::create(b, l, a[0], a[1]);
+                     Value sum = arith::AddFOp::create(b, l, a[2], prod);
+                     linalg::YieldOp::create(b, l, sum);
+                   })
+                   .getResult(0);
     }
-    for (int64_t d = 0; d < 2 + spatial; ++d)
-      outExprs.push_back(dim(d));
-    SmallVector<utils::IteratorType> iterators(2 + spatial,
-                                               utils::IteratorType::parallel);
-    iterators.append(1 + spatial, utils::IteratorType::reduction);
-    Value init = filledTensor(rewriter, loc, outType,
-                              identityOf(rewriter, Combine::Sum, element));
-    Value result =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{outType},
-            ValueRange{padded, op.getFilter()}, ValueRange{init},
-            {AffineMap::get(loops, 0, inExprs, ctx),
-             AffineMap::get(loops, 0, filterExprs, ctx),
-             AffineMap::get(loops, 0, outExprs, ctx)},
-            iterators,
-            [&](OpBuilder &b, Location l, ValueRange a) {
-              Value prod = arith::MulFOp::create(b, l, a[0], a[1]);
-              Value sum = arith::AddFOp::create(b, l, a[2], prod);
-              linalg::YieldOp::create(b, l, sum);
-            })
-            .getResult(0);
     if (Value bias = op.getBias()) {
       int64_t rank = outType.getRank();
       AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
@@ -1268,7 +1305,9 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
       result = linalg::GenericOp::create(
                    rewriter, loc, TypeRange{outType}, ValueRange{result, bias},
                    ValueRange{emptyTensor(rewriter, loc, outType)},
-                   {identity, AffineMap::get(rank, 0, dim(1)), identity},
+                   {identity,
+                    AffineMap::get(rank, 0, getAffineDimExpr(1, ctx)),
+                    identity},
                    parallel,
                    [](OpBuilder &b, Location l, ValueRange a) {
                      Value sum = arith::AddFOp::create(b, l, a[0], a[1]);
@@ -1280,7 +1319,6 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     return success();
   }
 };
-
 
 /// The negative log-likelihood of `logProbs` [N, C, d...] at `labels`
 /// [N, d...] with optional class weights, reduced as ONNX specifies: `mean`
@@ -1924,6 +1962,45 @@ struct LoomMatmulToKernelPass
           b.getI64IntegerAttr((transposeB ? 1 : 0) | (transposeA ? 2 : 0))));
       func::CallOp::create(b, loc, batchKernel, args);
       matmul.erase();
+    });
+
+    // Grouped 2-D convolutions: im2col + GEMM in the runtime.
+    SmallVector<int64_t> dyn5(5, dyn);
+    auto anyConv = MemRefType::get(dyn5, builder.getF32Type(),
+                                   StridedLayoutAttr::get(ctx, dyn, dyn5));
+    func::FuncOp convKernel;
+    module.walk([&](linalg::Conv2DNgchwGfchwOp conv) {
+      if (!conv.hasPureBufferSemantics())
+        return;
+      for (Value operand : conv->getOperands()) {
+        auto type = dyn_cast<MemRefType>(operand.getType());
+        SmallVector<int64_t> strides;
+        int64_t offset;
+        if (!type || !type.getElementType().isF32() ||
+            failed(type.getStridesAndOffset(strides, offset)))
+          return;
+      }
+      OpBuilder b(conv);
+      Type i64 = b.getI64Type();
+      if (!convKernel) {
+        OpBuilder mb(module.getBodyRegion());
+        convKernel = func::FuncOp::create(
+            mb, module.getLoc(), "loom_kernel_conv2d_f32",
+            mb.getFunctionType({anyConv, anyConv, anyConv, i64, i64, i64, i64},
+                               {}));
+        convKernel.setPrivate();
+        convKernel->setAttr("llvm.emit_c_interface", mb.getUnitAttr());
+      }
+      Location loc = conv.getLoc();
+      SmallVector<Value> args;
+      for (Value operand : conv->getOperands())
+        args.push_back(memref::CastOp::create(b, loc, anyConv, operand));
+      for (DenseIntElementsAttr attr : {conv.getStrides(), conv.getDilations()})
+        for (APInt v : attr.getValues<APInt>())
+          args.push_back(arith::ConstantOp::create(
+              b, loc, b.getI64IntegerAttr(v.getSExtValue())));
+      func::CallOp::create(b, loc, convKernel, args);
+      conv.erase();
     });
   }
 };

@@ -76,7 +76,7 @@ def LoomMemrefCopyToLinalgPass
 
 def LoomMatmulToKernelPass
     : Pass<"loom-matmul-to-kernel", "::mlir::ModuleOp"> {
-  let summary = "hands bufferized f32 linalg.matmul and linalg.batch_matmul ops to the runtime's GEMM";
+  let summary = "hands bufferized f32 matmuls and grouped 2-D convolutions to the runtime's kernels";
   let description = [{
     Replaces every `linalg.matmul` on f32 memrefs with unit-stride rows (plain
     or with either operand transposed, as `loom-convert-loom-to-linalg`
@@ -85,7 +85,11 @@ def LoomMatmulToKernelPass
     of that form by `loom_kernel_batch_matmul_f32(a, b, c, flags)`,
     declared with `llvm.emit_c_interface`. libloomrt implements it with
     OpenBLAS and resolves it when a bundle is loaded. `c` accumulates, as
-    linalg.matmul does.
+    linalg.matmul does. Every `linalg.conv_2d_ngchw_gfchw` on f32 memrefs
+    (the form `loom-convert-loom-to-linalg` gives 2-D f32 convolutions, with
+    the padding already applied) becomes `loom_kernel_conv2d_f32(input,
+    filter, output, stride_h, stride_w, dilation_h, dilation_w)`: im2col and
+    one OpenBLAS GEMM per image and group, accumulating into `output`.
   }];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",

@@ -122,13 +122,30 @@ func.func @lstm_unrolls_over_time(%x: tensor<5x2x3xf32>, %w: tensor<1x16x3xf32>,
 
 // -----
 
+// Other than f32 2-D convolutions: one generic with the group arithmetic in
+// its input map.
 // CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, (d1 floordiv 2) * 2 + d4, d2 * 2 + d5, d3 * 2 + d6)>
 // CHECK-DAG: #[[W:.*]] = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
-// CHECK-LABEL: func @grouped_strided_conv
-func.func @grouped_strided_conv(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32> {
+// CHECK-LABEL: func @grouped_strided_conv_f64
+func.func @grouped_strided_conv_f64(%x: tensor<1x4x8x8xf64>, %w: tensor<4x2x3x3xf64>) -> tensor<1x4x4x4xf64> {
   // Groups of 2 input channels per 2 filters; padding 1 becomes a tensor.pad.
   // CHECK: tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
   // CHECK: linalg.generic {indexing_maps = [#[[IN]], #[[W]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}
+  %0 = loom.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x8x8xf64>, tensor<4x2x3x3xf64>) -> tensor<1x4x4x4xf64>
+  return %0 : tensor<1x4x4x4xf64>
+}
+
+// -----
+
+// f32 2-D convolutions become the named grouped convolution (the runtime's
+// im2col + GEMM kernel after bufferization) between reshapes.
+// CHECK-LABEL: func @grouped_strided_conv
+func.func @grouped_strided_conv(%x: tensor<1x4x8x8xf32>, %w: tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  // CHECK: %[[P:.*]] = tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+  // CHECK: %[[I:.*]] = tensor.expand_shape %[[P]] {{\[\[}}0], [1, 2], [3], [4]] output_shape [1, 2, 2, 10, 10]
+  // CHECK: %[[F:.*]] = tensor.expand_shape %{{.*}} {{\[\[}}0, 1], [2], [3], [4]] output_shape [2, 2, 2, 3, 3]
+  // CHECK: %[[C:.*]] = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : tensor<2xi64>, strides = dense<2> : tensor<2xi64>} ins(%[[I]], %[[F]] : tensor<1x2x2x10x10xf32>, tensor<2x2x2x3x3xf32>)
+  // CHECK: tensor.collapse_shape %[[C]] {{\[\[}}0], [1, 2], [3], [4]] : tensor<1x2x2x4x4xf32> into tensor<1x4x4x4xf32>
   %0 = loom.conv %x, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, groups = 2 : i64} : (tensor<1x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32>
   return %0 : tensor<1x4x4x4xf32>
 }

@@ -29,3 +29,20 @@ func.func @left_alone(%a: memref<8x4xf64>, %b: memref<4x16xf64>, %c: memref<8x16
     ins(%t, %u : tensor<4x8xf32>, tensor<4x16xf32>) outs(%v : tensor<8x16xf32>) -> tensor<8x16xf32>
   return %r : tensor<8x16xf32>
 }
+
+// -----
+
+// Grouped 2-D convolutions call the runtime's im2col + GEMM kernel with their
+// strides and dilations.
+// CHECK: func.func private @loom_kernel_conv2d_f32(memref<?x?x?x?x?xf32, strided<[?, ?, ?, ?, ?], offset: ?>>, memref<?x?x?x?x?xf32, strided<[?, ?, ?, ?, ?], offset: ?>>, memref<?x?x?x?x?xf32, strided<[?, ?, ?, ?, ?], offset: ?>>, i64, i64, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func @grouped_conv
+func.func @grouped_conv(%in: memref<1x2x2x10x11xf32>, %w: memref<2x3x2x3x3xf32>, %out: memref<1x2x3x3x4xf32>) {
+  // CHECK-DAG: %[[SH:.*]] = arith.constant 3 : i64
+  // CHECK-DAG: %[[SW:.*]] = arith.constant 2 : i64
+  // CHECK-DAG: %[[DH:.*]] = arith.constant 1 : i64
+  // CHECK: call @loom_kernel_conv2d_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[SH]], %[[SW]], %[[DH]], %{{.*}})
+  // CHECK-NOT: linalg.conv_2d_ngchw_gfchw
+  linalg.conv_2d_ngchw_gfchw {dilations = dense<[1, 2]> : tensor<2xi64>, strides = dense<[3, 2]> : tensor<2xi64>}
+    ins(%in, %w : memref<1x2x2x10x11xf32>, memref<2x3x2x3x3xf32>) outs(%out : memref<1x2x3x3x4xf32>)
+  return
+}

@@ -3,7 +3,7 @@
 
 Usage:  python3 test/e2e/training/generate.py [MODEL ...]
 
-With model names (mlp, dropout_mlp, cnn, lstm, gru, gpt), only those
+With model names (mlp, dropout_mlp, cnn, gcnn, lstm, gru, gpt), only those
 fixtures are written.
 
 For each model below: export the forward function (or, for the GPT-style
@@ -122,6 +122,25 @@ class CNN(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
+class GroupedCNN(nn.Module):
+    """Depthwise, grouped and dilated, and 1x1 convolutions."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.depthwise = nn.Conv2d(8, 8, 3, stride=2, padding=1, groups=8)
+        self.grouped = nn.Conv2d(8, 16, 3, padding=2, dilation=2, groups=2, bias=False)
+        self.pointwise = nn.Conv2d(16, 16, 1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.depthwise(x))
+        x = F.relu(self.grouped(x))
+        x = torch.tanh(self.pointwise(x))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
 class GPTWithLoss(nn.Module):
     """The decoder with its next-token loss inside the exported graph."""
 
@@ -228,7 +247,7 @@ def trajectories(make_model, name, loss_fn, configs):
 def main():
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
-    known = {"mlp", "dropout_mlp", "cnn", "lstm", "gru", "gpt"}
+    known = {"mlp", "dropout_mlp", "cnn", "gcnn", "lstm", "gru", "gpt"}
     if only - known:
         sys.exit(f"unknown models {sorted(only - known)}; known: {sorted(known)}")
 
@@ -274,6 +293,16 @@ def main():
         export(make_cnn(), "cnn", (xc,), ["x"], ["logits"], 17, train=True)
         np.save(os.path.join(HERE, "cnn.in.labels.npy"), yc.numpy())
         trajectories(make_cnn, "cnn", lambda m: F.cross_entropy(m(xc), yc), ["sgd", "adamw"])
+
+    # Grouped, depthwise, dilated and pointwise convolutions.
+    def make_gcnn():
+        torch.manual_seed(0)
+        return GroupedCNN()
+
+    if wanted("gcnn"):
+        export(make_gcnn(), "gcnn", (xc,), ["x"], ["logits"], 17)
+        np.save(os.path.join(HERE, "gcnn.in.labels.npy"), yc.numpy())
+        trajectories(make_gcnn, "gcnn", lambda m: F.cross_entropy(m(xc), yc), ["sgd", "adamw"])
 
     # LSTM and GRU classifiers (last hidden state, linear head): training
     # backpropagates through the 8 time steps.
