@@ -411,8 +411,8 @@ LogicalResult gradient(ReduceMeanOp op, GradBuilder &h, ArrayRef<Value> g,
   if (!isFloatTensor(op.getType()))
     return success();
   auto type = cast<RankedTensorType>(op.getInput().getType());
-  Value scaled =
-      h.mulScalar(g[0], 1.0 / (double)mlir::loom::detail::reducedCount(type, op.getAxes()));
+  Value scaled = h.mulScalar(
+      g[0], 1.0 / (double)mlir::loom::detail::reducedCount(type, op.getAxes()));
   dx[0] = expandReduced(h, scaled, type, op.getAxes(), op.getKeepdims());
   return success();
 }
@@ -547,8 +547,8 @@ Value regroup(GradBuilder &h, Value v, std::array<int64_t, 3> view,
               std::array<int64_t, 3> perm, std::array<int64_t, 2> merged) {
   ArrayRef<int64_t> rest =
       cast<RankedTensorType>(v.getType()).getShape().drop_front(2);
-  SmallVector<int64_t> split(view.begin(), view.end()), order(perm.begin(),
-                                                              perm.end());
+  SmallVector<int64_t> split(view.begin(), view.end()),
+      order(perm.begin(), perm.end());
   split.append(rest.begin(), rest.end());
   for (int64_t i = 3; i < (int64_t)split.size(); ++i)
     order.push_back(i);
@@ -1103,10 +1103,10 @@ void mlir::loom::registerGradientModels(MLIRContext *context) {
   attach<NegOp, ExpOp, LogOp, SqrtOp, RsqrtOp, ReciprocalOp, TanhOp, SigmoidOp,
          ReluOp, LeakyReluOp, AbsOp, ErfOp, GeluOp, SoftplusOp, SinOp, CosOp,
          ClipOp, CastOp, AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp,
-         WhereOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp,
-         ReduceMinOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, ReshapeOp,
-         TransposeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, PadOp, GatherOp,
-         SoftmaxCrossEntropyOp, NllLossOp, BatchNormOp, BatchNormTrainOp,
-         ConvOp, AvgPoolOp, MaxPoolOp, DropoutOp>(context);
+         WhereOp, MatmulOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp, ReduceMinOp,
+         SoftmaxOp, LogSoftmaxOp, LayerNormOp, ReshapeOp, TransposeOp, ExpandOp,
+         ConcatOp, SplitOp, SliceOp, PadOp, GatherOp, SoftmaxCrossEntropyOp,
+         NllLossOp, BatchNormOp, BatchNormTrainOp, ConvOp, AvgPoolOp, MaxPoolOp,
+         DropoutOp>(context);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp, ConstantOp>(context);
 }

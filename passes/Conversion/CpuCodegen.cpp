@@ -44,8 +44,9 @@ struct LoomReassociateReductionsPass
         arith::FastMathFlags old = op.getFastMathFlagsAttr()
                                        ? op.getFastMathFlagsAttr().getValue()
                                        : arith::FastMathFlags::none;
-        raw->setAttr(op.getFastMathAttrName(),
-                     arith::FastMathFlagsAttr::get(ctx, old | flags.getValue()));
+        raw->setAttr(
+            op.getFastMathAttrName(),
+            arith::FastMathFlagsAttr::get(ctx, old | flags.getValue()));
       });
     });
   }
@@ -55,18 +56,14 @@ struct LoomApproximateMathPass
     : loom::impl::LoomApproximateMathPassBase<LoomApproximateMathPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateMathPolynomialApproximationPatterns(
-        patterns, [](StringRef name) {
-          return llvm::is_contained(
-              {math::ExpOp::getOperationName(),
-               math::ExpM1Op::getOperationName(),
-               math::LogOp::getOperationName(),
-               math::Log1pOp::getOperationName(),
-               math::Log2Op::getOperationName(),
-               math::TanhOp::getOperationName(),
-               math::ErfOp::getOperationName()},
-              name);
-        });
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      return llvm::is_contained(
+          {math::ExpOp::getOperationName(), math::ExpM1Op::getOperationName(),
+           math::LogOp::getOperationName(), math::Log1pOp::getOperationName(),
+           math::Log2Op::getOperationName(), math::TanhOp::getOperationName(),
+           math::ErfOp::getOperationName()},
+          name);
+    });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

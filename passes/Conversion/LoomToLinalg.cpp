@@ -173,8 +173,8 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
                           op.getKeepdims(), kind);
     if (mean)
       result = divideBy(rewriter, op.getLoc(), result,
-                        mlir::loom::detail::reducedCount(op.getInput().getType(),
-                                             op.getAxes()));
+                        mlir::loom::detail::reducedCount(
+                            op.getInput().getType(), op.getAxes()));
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -914,8 +914,7 @@ struct DropoutLowering : OpRewritePattern<DropoutOp> {
   /// SplitMix64's finalizer.
   static Value mix(OpBuilder &b, Location l, Value z) {
     auto step = [&](Value v, int64_t shift, uint64_t multiplier) -> Value {
-      Value shifted =
-          arith::ShRUIOp::create(b, l, v, i64Constant(b, l, shift));
+      Value shifted = arith::ShRUIOp::create(b, l, v, i64Constant(b, l, shift));
       Value x = arith::XOrIOp::create(b, l, v, shifted);
       return multiplier ? arith::MulIOp::create(
                               b, l, x, i64Constant(b, l, (int64_t)multiplier))
@@ -936,20 +935,19 @@ struct DropoutLowering : OpRewritePattern<DropoutOp> {
     auto type = cast<RankedTensorType>(op.getResult().getType());
     auto maskType = cast<RankedTensorType>(op.getMask().getType());
     double ratio = op.getRatio().convertToDouble();
-    Value offset =
-        op.getOffset()
-            ? tensor::ExtractOp::create(rewriter, loc, op.getOffset(),
-                                        ValueRange{})
-                  .getResult()
-            : i64Constant(rewriter, loc, 0);
-    Value inner = mix(rewriter, loc,
-                      arith::AddIOp::create(rewriter, loc, offset,
-                                            i64Constant(rewriter, loc,
-                                                        (int64_t)kGolden)));
-    Value key = mix(rewriter, loc,
-                    arith::AddIOp::create(rewriter, loc, inner,
-                                          i64Constant(rewriter, loc,
-                                                      op.getSeed())));
+    Value offset = op.getOffset()
+                       ? tensor::ExtractOp::create(rewriter, loc,
+                                                   op.getOffset(), ValueRange{})
+                             .getResult()
+                       : i64Constant(rewriter, loc, 0);
+    Value inner = mix(
+        rewriter, loc,
+        arith::AddIOp::create(rewriter, loc, offset,
+                              i64Constant(rewriter, loc, (int64_t)kGolden)));
+    Value key =
+        mix(rewriter, loc,
+            arith::AddIOp::create(rewriter, loc, inner,
+                                  i64Constant(rewriter, loc, op.getSeed())));
     int64_t threshold = (int64_t)std::ceil(std::ldexp(ratio, 24));
     int64_t rank = type.getRank();
     AffineMap identity =
@@ -975,21 +973,18 @@ struct DropoutLowering : OpRewritePattern<DropoutOp> {
                 index);
           }
           Value counter = arith::MulIOp::create(
-              b, l,
-              arith::AddIOp::create(b, l, linear, i64Constant(b, l, 1)),
+              b, l, arith::AddIOp::create(b, l, linear, i64Constant(b, l, 1)),
               i64Constant(b, l, (int64_t)kGolden));
-          Value draw =
-              mix(b, l, arith::AddIOp::create(b, l, key, counter));
+          Value draw = mix(b, l, arith::AddIOp::create(b, l, key, counter));
           Value high =
               arith::ShRUIOp::create(b, l, draw, i64Constant(b, l, 40));
           Value keep =
               arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, high,
                                     i64Constant(b, l, threshold));
           Value scaled = arith::MulFOp::create(
-              b, l, a[0],
-              scalarConstant(b, l, element, 1.0 / (1.0 - ratio)));
-          Value y = arith::SelectOp::create(
-              b, l, keep, scaled, scalarConstant(b, l, element, 0.0));
+              b, l, a[0], scalarConstant(b, l, element, 1.0 / (1.0 - ratio)));
+          Value y = arith::SelectOp::create(b, l, keep, scaled,
+                                            scalarConstant(b, l, element, 0.0));
           linalg::YieldOp::create(b, l, ValueRange{y, keep});
         });
     rewriter.replaceOp(op, generic.getResults());
@@ -1305,8 +1300,7 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
       result = linalg::GenericOp::create(
                    rewriter, loc, TypeRange{outType}, ValueRange{result, bias},
                    ValueRange{emptyTensor(rewriter, loc, outType)},
-                   {identity,
-                    AffineMap::get(rank, 0, getAffineDimExpr(1, ctx)),
+                   {identity, AffineMap::get(rank, 0, getAffineDimExpr(1, ctx)),
                     identity},
                    parallel,
                    [](OpBuilder &b, Location l, ValueRange a) {
@@ -1856,28 +1850,74 @@ struct LoomFuseElementwisePass
   }
 };
 
+/// Calls of the runtime's kernels in place of bufferized linalg ops.
+class KernelCalls {
+public:
+  explicit KernelCalls(ModuleOp module) : module(module) {}
+
+  /// A memref type of `rank` f32 dimensions that accepts every layout.
+  MemRefType anyLayout(int64_t rank) {
+    int64_t dyn = ShapedType::kDynamic;
+    SmallVector<int64_t> dims(rank, dyn);
+    MLIRContext *ctx = module.getContext();
+    return MemRefType::get(dims, Float32Type::get(ctx),
+                           StridedLayoutAttr::get(ctx, dyn, dims));
+  }
+
+  /// Whether every operand of `op` is a strided f32 memref (with unit inner
+  /// stride where `unitRows`).
+  static bool stridedF32(Operation *op, bool unitRows) {
+    for (Value operand : op->getOperands()) {
+      auto type = dyn_cast<MemRefType>(operand.getType());
+      SmallVector<int64_t> strides;
+      int64_t offset;
+      if (!type || !type.getElementType().isF32() ||
+          failed(type.getStridesAndOffset(strides, offset)) ||
+          (unitRows && strides.back() != 1))
+        return false;
+    }
+    return true;
+  }
+
+  /// Replaces `op` by a call of `name` (declared on first use with the C
+  /// interface) on its operands cast to `operandType`, then `extra` i64
+  /// constants.
+  void replace(Operation *op, StringRef name, MemRefType operandType,
+               ArrayRef<int64_t> extra) {
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    SmallVector<Value> args;
+    for (Value operand : op->getOperands())
+      args.push_back(memref::CastOp::create(b, loc, operandType, operand));
+    for (int64_t value : extra)
+      args.push_back(
+          arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value)));
+    func::FuncOp &kernel = kernels[name];
+    if (!kernel) {
+      OpBuilder mb(module.getBodyRegion());
+      kernel = func::FuncOp::create(
+          mb, module.getLoc(), name,
+          mb.getFunctionType(ValueRange(args).getTypes(), {}));
+      kernel.setPrivate();
+      kernel->setAttr("llvm.emit_c_interface", mb.getUnitAttr());
+    }
+    func::CallOp::create(b, loc, kernel, args);
+    op->erase();
+  }
+
+private:
+  ModuleOp module;
+  llvm::StringMap<func::FuncOp> kernels;
+};
+
 struct LoomMatmulToKernelPass
     : mlir::loom::impl::LoomMatmulToKernelPassBase<LoomMatmulToKernelPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    MLIRContext *ctx = &getContext();
-    Builder builder(ctx);
-    // memref<?x?xf32, strided<[?, ?], offset: ?>>: accepts every layout.
-    int64_t dyn = ShapedType::kDynamic;
-    auto anyMatrix = MemRefType::get(
-        {dyn, dyn}, builder.getF32Type(),
-        StridedLayoutAttr::get(ctx, dyn, {dyn, dyn}));
-    func::FuncOp kernel;
-    auto declare = [&]() {
-      if (kernel)
-        return;
-      OpBuilder b(module.getBodyRegion());
-      kernel = func::FuncOp::create(
-          b, module.getLoc(), "loom_kernel_matmul_f32",
-          b.getFunctionType({anyMatrix, anyMatrix, anyMatrix, b.getI64Type()},
-                            {}));
-      kernel.setPrivate();
-      kernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
+    KernelCalls calls(module);
+    // Flags: 1 = b transposed, 2 = a transposed.
+    auto flags = [](bool transposeA, bool transposeB) -> int64_t {
+      return (transposeB ? 1 : 0) | (transposeA ? 2 : 0);
     };
     module.walk([&](linalg::MatmulOp matmul) {
       if (!matmul.hasPureBufferSemantics())
@@ -1890,36 +1930,13 @@ struct LoomMatmulToKernelPass
       bool transposeA = maps[0] == AffineMap::get(3, 0, {d(2), d(0)}, c);
       bool plainA = maps[0] == AffineMap::get(3, 0, {d(0), d(2)}, c);
       if ((!transposeB && !plainB) || (!transposeA && !plainA) ||
-          maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, c))
+          maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, c) ||
+          !KernelCalls::stridedF32(matmul, /*unitRows=*/true))
         return;
-      for (Value operand : matmul->getOperands()) {
-        auto type = dyn_cast<MemRefType>(operand.getType());
-        if (!type || !type.getElementType().isF32())
-          return;
-        // The kernel needs unit-stride rows.
-        SmallVector<int64_t> strides;
-        int64_t offset;
-        if (failed(type.getStridesAndOffset(strides, offset)) ||
-            strides.back() != 1)
-          return;
-      }
-      declare();
-      OpBuilder b(matmul);
-      Location loc = matmul.getLoc();
-      SmallVector<Value> args;
-      for (Value operand : matmul->getOperands())
-        args.push_back(memref::CastOp::create(b, loc, anyMatrix, operand));
-      args.push_back(arith::ConstantOp::create(
-          b, loc,
-          b.getI64IntegerAttr((transposeB ? 1 : 0) | (transposeA ? 2 : 0))));
-      func::CallOp::create(b, loc, kernel, args);
-      matmul.erase();
+      calls.replace(matmul, "loom_kernel_matmul_f32", calls.anyLayout(2),
+                    {flags(transposeA, transposeB)});
     });
 
-    auto anyBatch = MemRefType::get(
-        {dyn, dyn, dyn}, builder.getF32Type(),
-        StridedLayoutAttr::get(ctx, dyn, {dyn, dyn, dyn}));
-    func::FuncOp batchKernel;
     module.walk([&](linalg::BatchMatmulOp matmul) {
       if (!matmul.hasPureBufferSemantics())
         return;
@@ -1932,75 +1949,24 @@ struct LoomMatmulToKernelPass
       bool transposeA = maps[0] == map(3, 1), plainA = maps[0] == map(1, 3);
       bool transposeB = maps[1] == map(2, 3), plainB = maps[1] == map(3, 2);
       if ((!transposeA && !plainA) || (!transposeB && !plainB) ||
-          maps[2] != map(1, 2))
+          maps[2] != map(1, 2) ||
+          !KernelCalls::stridedF32(matmul, /*unitRows=*/true))
         return;
-      for (Value operand : matmul->getOperands()) {
-        auto type = dyn_cast<MemRefType>(operand.getType());
-        SmallVector<int64_t> strides;
-        int64_t offset;
-        if (!type || !type.getElementType().isF32() ||
-            failed(type.getStridesAndOffset(strides, offset)) ||
-            strides.back() != 1)
-          return;
-      }
-      if (!batchKernel) {
-        OpBuilder b(module.getBodyRegion());
-        batchKernel = func::FuncOp::create(
-            b, module.getLoc(), "loom_kernel_batch_matmul_f32",
-            b.getFunctionType({anyBatch, anyBatch, anyBatch, b.getI64Type()},
-                              {}));
-        batchKernel.setPrivate();
-        batchKernel->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-      }
-      OpBuilder b(matmul);
-      Location loc = matmul.getLoc();
-      SmallVector<Value> args;
-      for (Value operand : matmul->getOperands())
-        args.push_back(memref::CastOp::create(b, loc, anyBatch, operand));
-      args.push_back(arith::ConstantOp::create(
-          b, loc,
-          b.getI64IntegerAttr((transposeB ? 1 : 0) | (transposeA ? 2 : 0))));
-      func::CallOp::create(b, loc, batchKernel, args);
-      matmul.erase();
+      calls.replace(matmul, "loom_kernel_batch_matmul_f32", calls.anyLayout(3),
+                    {flags(transposeA, transposeB)});
     });
 
-    // Grouped 2-D convolutions: im2col + GEMM in the runtime.
-    SmallVector<int64_t> dyn5(5, dyn);
-    auto anyConv = MemRefType::get(dyn5, builder.getF32Type(),
-                                   StridedLayoutAttr::get(ctx, dyn, dyn5));
-    func::FuncOp convKernel;
+    // Grouped 2-D convolutions: im2col + GEMM in the runtime, with the
+    // strides and dilations as arguments.
     module.walk([&](linalg::Conv2DNgchwGfchwOp conv) {
-      if (!conv.hasPureBufferSemantics())
+      if (!conv.hasPureBufferSemantics() ||
+          !KernelCalls::stridedF32(conv, /*unitRows=*/false))
         return;
-      for (Value operand : conv->getOperands()) {
-        auto type = dyn_cast<MemRefType>(operand.getType());
-        SmallVector<int64_t> strides;
-        int64_t offset;
-        if (!type || !type.getElementType().isF32() ||
-            failed(type.getStridesAndOffset(strides, offset)))
-          return;
-      }
-      OpBuilder b(conv);
-      Type i64 = b.getI64Type();
-      if (!convKernel) {
-        OpBuilder mb(module.getBodyRegion());
-        convKernel = func::FuncOp::create(
-            mb, module.getLoc(), "loom_kernel_conv2d_f32",
-            mb.getFunctionType({anyConv, anyConv, anyConv, i64, i64, i64, i64},
-                               {}));
-        convKernel.setPrivate();
-        convKernel->setAttr("llvm.emit_c_interface", mb.getUnitAttr());
-      }
-      Location loc = conv.getLoc();
-      SmallVector<Value> args;
-      for (Value operand : conv->getOperands())
-        args.push_back(memref::CastOp::create(b, loc, anyConv, operand));
+      SmallVector<int64_t> extra;
       for (DenseIntElementsAttr attr : {conv.getStrides(), conv.getDilations()})
         for (APInt v : attr.getValues<APInt>())
-          args.push_back(arith::ConstantOp::create(
-              b, loc, b.getI64IntegerAttr(v.getSExtValue())));
-      func::CallOp::create(b, loc, convKernel, args);
-      conv.erase();
+          extra.push_back(v.getSExtValue());
+      calls.replace(conv, "loom_kernel_conv2d_f32", calls.anyLayout(5), extra);
     });
   }
 };
@@ -2022,20 +1988,20 @@ struct LoomMemrefCopyToLinalgPass
 
 void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
   MLIRContext *ctx = patterns.getContext();
-  patterns.add<ReduceLowering<ReduceSumOp, Combine::Sum>,
-               ReduceLowering<ReduceMeanOp, Combine::Sum, /*mean=*/true>,
-               ReduceLowering<ReduceMaxOp, Combine::Max>,
-               ReduceLowering<ReduceMinOp, Combine::Min>,
-               ReduceLowering<ReduceProdOp, Combine::Prod>,
-               ArgReduceLowering<ArgMaxOp, true>,
-               ArgReduceLowering<ArgMinOp, false>, MatmulLowering,
-               SoftmaxLowering<SoftmaxOp, false>,
-               SoftmaxLowering<LogSoftmaxOp, true>, LayerNormLowering,
-               BatchNormLowering, BatchNormTrainLowering, TransposeLowering, ReshapeLowering,
-               ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
-               SliceLowering, GatherLowering, GatherElementsLowering,
-               OneHotLowering, TriluLowering, DropoutLowering, PadLowering, ConvLowering,
-               MaxPoolLowering, AvgPoolLowering, NllLossLowering,
-               SoftmaxCrossEntropyLowering, ScatterElementsLowering,
-               TopKLowering, LstmLowering, GruLowering>(ctx);
+  patterns.add<
+      ReduceLowering<ReduceSumOp, Combine::Sum>,
+      ReduceLowering<ReduceMeanOp, Combine::Sum, /*mean=*/true>,
+      ReduceLowering<ReduceMaxOp, Combine::Max>,
+      ReduceLowering<ReduceMinOp, Combine::Min>,
+      ReduceLowering<ReduceProdOp, Combine::Prod>,
+      ArgReduceLowering<ArgMaxOp, true>, ArgReduceLowering<ArgMinOp, false>,
+      MatmulLowering, SoftmaxLowering<SoftmaxOp, false>,
+      SoftmaxLowering<LogSoftmaxOp, true>, LayerNormLowering, BatchNormLowering,
+      BatchNormTrainLowering, TransposeLowering, ReshapeLowering,
+      ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
+      SliceLowering, GatherLowering, GatherElementsLowering, OneHotLowering,
+      TriluLowering, DropoutLowering, PadLowering, ConvLowering,
+      MaxPoolLowering, AvgPoolLowering, NllLossLowering,
+      SoftmaxCrossEntropyLowering, ScatterElementsLowering, TopKLowering,
+      LstmLowering, GruLowering>(ctx);
 }

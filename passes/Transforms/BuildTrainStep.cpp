@@ -403,12 +403,12 @@ struct LoomBuildTrainStepPass
       OpBuilder eb = OpBuilder::atBlockBegin(&train.getBody().front());
       Value position = step;
       if (micro)
-        position = AddOp::create(
-            eb, loc,
-            MulOp::create(eb, loc, step,
-                          ConstantOp::create(eb, loc, stepType,
-                                             (double)accumulate)),
-            micro);
+        position =
+            AddOp::create(eb, loc,
+                          MulOp::create(eb, loc, step,
+                                        ConstantOp::create(eb, loc, stepType,
+                                                           (double)accumulate)),
+                          micro);
       dropoutPosition.replaceAllUsesWith(position);
       dropoutPosition.getDefiningOp()->erase();
     }

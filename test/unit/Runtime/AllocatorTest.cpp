@@ -21,8 +21,8 @@ namespace {
 bool aligned64(void *p) { return reinterpret_cast<uintptr_t>(p) % 64 == 0; }
 
 TEST(Allocator, BlocksAreAlignedAndWritable) {
-  for (size_t size : {size_t(1), size_t(63), size_t(64), size_t(65),
-                      size_t(1) << 20}) {
+  for (size_t size :
+       {size_t(1), size_t(63), size_t(64), size_t(65), size_t(1) << 20}) {
     void *p = _mlir_memref_to_llvm_alloc(size);
     ASSERT_NE(p, nullptr);
     EXPECT_TRUE(aligned64(p)) << size;
