@@ -228,27 +228,27 @@ struct LoomBuildTrainStepPass
     return b.getDictionaryAttr(attrs);
   }
 
-  /// Adds a zero-initialized optimizer-state argument shaped like `like`.
   /// Gives every dropout of `train` its own stream (its seed plus its
   /// ordinal times 2^32) and, where it has none, an offset that stands for
   /// the random-stream position the training step fills in once its step
-  /// counter exists. Returns that placeholder, or null without dropouts.
+  /// counter exists. Returns that stand-in value, or null without dropouts.
   Value prepareDropouts(func::FuncOp train) {
     SmallVector<DropoutOp> dropouts;
     train.walk([&](DropoutOp d) { dropouts.push_back(d); });
     if (dropouts.empty())
       return Value();
     OpBuilder b = OpBuilder::atBlockBegin(&train.getBody().front());
-    Value placeholder = ConstantOp::create(
+    Value standIn = ConstantOp::create(
         b, train.getLoc(), RankedTensorType::get({}, b.getI64Type()), 0.0);
     for (auto [ordinal, d] : llvm::enumerate(dropouts)) {
       d.setSeed(d.getSeed() + ((int64_t)ordinal << 32));
       if (!d.getOffset())
-        d.getOffsetMutable().assign(placeholder);
+        d.getOffsetMutable().assign(standIn);
     }
-    return placeholder;
+    return standIn;
   }
 
+  /// Appends a zero-initialized state argument of `type`, named `name`.
   Value addState(func::FuncOp func, Type type, StringRef name) {
     OpBuilder b(func);
     auto attrs = b.getDictionaryAttr(
