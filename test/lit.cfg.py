@@ -25,6 +25,6 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(["loom-opt", "loomc", "loom-run",
                                     "npy-compare", "gradcheck",
-                                    "trajectory-compare"],
+                                    "trajectory-compare", "comm-check"],
                                    [config.loom_tools_dir])
 llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])

@@ -1,0 +1,402 @@
+//===- Comm.cpp - Gloo communicators and rendezvous stores ----------------===//
+
+#include "Comm.h"
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/math.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace loom::comm {
+
+Communicator::~Communicator() = default;
+
+namespace {
+
+int envInt(const char *name, int fallback, int minimum) {
+  const char *value = std::getenv(name);
+  if (!value || !*value)
+    return fallback;
+  char *end = nullptr;
+  errno = 0;
+  long parsed = std::strtol(value, &end, 10);
+  if (errno || *end || parsed < minimum || parsed > (1 << 30))
+    throw Error(std::string(name) + "=" + value + " is not an integer >= " +
+                std::to_string(minimum));
+  return (int)parsed;
+}
+
+//===----------------------------------------------------------------------===//
+// TCP store
+//===----------------------------------------------------------------------===//
+
+/// A key/value store served by rank 0 over TCP, as torchrun's: each request
+/// is one connection carrying `S key value` (set) or `G key` (get, answered
+/// with the value or "absent"). Clients poll until a key appears or the
+/// timeout passes. It carries addresses only; tensors go through Gloo.
+class TcpStore : public gloo::rendezvous::Store {
+public:
+  TcpStore(const Rendezvous &r) : address(r.address), port(r.port),
+                                  timeout(r.timeout), rank(r.rank) {
+    if (r.rank == 0)
+      serve();
+  }
+  ~TcpStore() override {
+    stopping = true;
+    if (listener >= 0)
+      ::shutdown(listener, SHUT_RDWR);
+    if (server.joinable())
+      server.join();
+    if (listener >= 0)
+      ::close(listener);
+  }
+
+  void set(const std::string &key, const std::vector<char> &data) override {
+    std::vector<char> reply;
+    request('S', key, &data, reply);
+  }
+
+  std::vector<char> get(const std::string &key) override {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    std::vector<char> reply;
+    while (true) {
+      if (request('G', key, nullptr, reply))
+        return reply;
+      if (std::chrono::steady_clock::now() > deadline)
+        throw Error("rank " + std::to_string(rank) + ": no rank published \"" +
+                    key + "\" in the TCP store at " + address + ":" +
+                    std::to_string(port) + " within " +
+                    std::to_string(timeout.count() / 1000) + " s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  void wait(const std::vector<std::string> &keys) override {
+    for (const std::string &key : keys)
+      (void)get(key);
+  }
+  void wait(const std::vector<std::string> &keys,
+            const std::chrono::milliseconds &) override {
+    wait(keys);
+  }
+
+private:
+  std::string address;
+  int port;
+  std::chrono::milliseconds timeout;
+  int rank;
+  int listener = -1;
+  std::thread server;
+  std::atomic<bool> stopping{false};
+  std::mutex mutex;
+  std::map<std::string, std::vector<char>> values;
+
+  static bool sendAll(int fd, const void *data, size_t size) {
+    const char *p = static_cast<const char *>(data);
+    while (size) {
+      ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
+      if (n <= 0)
+        return false;
+      p += n;
+      size -= (size_t)n;
+    }
+    return true;
+  }
+  static bool recvAll(int fd, void *data, size_t size) {
+    char *p = static_cast<char *>(data);
+    while (size) {
+      ssize_t n = ::recv(fd, p, size, 0);
+      if (n <= 0)
+        return false;
+      p += n;
+      size -= (size_t)n;
+    }
+    return true;
+  }
+  static bool sendBlob(int fd, const char *data, uint64_t size) {
+    return sendAll(fd, &size, sizeof size) && sendAll(fd, data, size);
+  }
+  static bool recvBlob(int fd, std::vector<char> &out) {
+    uint64_t size = 0;
+    if (!recvAll(fd, &size, sizeof size) || size > (uint64_t(1) << 30))
+      return false;
+    out.resize(size);
+    return recvAll(fd, out.data(), size);
+  }
+
+  void serve() {
+    listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_ANY);
+    addr.sin_port = htons((uint16_t)port);
+    if (listener < 0 ||
+        ::bind(listener, reinterpret_cast<sockaddr *>(&addr), sizeof addr) ||
+        ::listen(listener, 128))
+      throw Error("rank 0: cannot serve the TCP store on port " +
+                  std::to_string(port) + ": " + std::strerror(errno) +
+                  " (is MASTER_PORT in use?)");
+    server = std::thread([this] {
+      while (!stopping) {
+        int fd = ::accept(listener, nullptr, nullptr);
+        if (fd < 0)
+          continue;
+        timeval tv{5, 0};
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        handle(fd);
+        ::close(fd);
+      }
+    });
+  }
+
+  void handle(int fd) {
+    char op = 0;
+    std::vector<char> key, value;
+    if (!recvAll(fd, &op, 1) || !recvBlob(fd, key))
+      return;
+    std::string k(key.begin(), key.end());
+    if (op == 'S') {
+      if (!recvBlob(fd, value))
+        return;
+      std::lock_guard<std::mutex> lock(mutex);
+      values[k] = std::move(value);
+      char ok = 1;
+      sendAll(fd, &ok, 1);
+    } else if (op == 'G') {
+      std::lock_guard<std::mutex> lock(mutex);
+      auto it = values.find(k);
+      char found = it != values.end();
+      if (sendAll(fd, &found, 1) && found)
+        sendBlob(fd, it->second.data(), it->second.size());
+    }
+  }
+
+  /// One request; false when a get finds no value yet.
+  bool request(char op, const std::string &key, const std::vector<char> *data,
+               std::vector<char> &reply) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      int fd = connectOnce();
+      if (fd >= 0) {
+        char status = 0;
+        bool ok = sendAll(fd, &op, 1) &&
+                  sendBlob(fd, key.data(), key.size()) &&
+                  (!data || sendBlob(fd, data->data(), data->size())) &&
+                  recvAll(fd, &status, 1) &&
+                  (op != 'G' || !status || recvBlob(fd, reply));
+        ::close(fd);
+        if (ok)
+          return status != 0;
+      }
+      if (std::chrono::steady_clock::now() > deadline)
+        throw Error("rank " + std::to_string(rank) +
+                    ": cannot reach the TCP store at " + address + ":" +
+                    std::to_string(port) + " (rank 0 serves it) within " +
+                    std::to_string(timeout.count() / 1000) + " s");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  int connectOnce() {
+    addrinfo hints{}, *found = nullptr;
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    if (::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints,
+                      &found) != 0 ||
+        !found)
+      throw Error("rank " + std::to_string(rank) + ": cannot resolve " +
+                  "MASTER_ADDR \"" + address + "\"");
+    int fd = ::socket(found->ai_family, found->ai_socktype, 0);
+    if (fd >= 0 && ::connect(fd, found->ai_addr, found->ai_addrlen) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+    ::freeaddrinfo(found);
+    if (fd >= 0) {
+      timeval tv{5, 0};
+      ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    }
+    return fd;
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Gloo
+//===----------------------------------------------------------------------===//
+
+class GlooCommunicator : public Communicator {
+public:
+  GlooCommunicator(const Rendezvous &r) : rendezvous(r) {
+    try {
+      if (r.store == "file") {
+        ::mkdir(r.path.c_str(), 0755);
+        store = std::make_shared<gloo::rendezvous::FileStore>(r.path);
+      } else {
+        store = std::make_shared<TcpStore>(r);
+      }
+      gloo::rendezvous::PrefixStore prefixed(r.prefix, *store);
+      gloo::transport::tcp::attr attr;
+      attr.hostname = r.store == "tcp" ? localAddress(r.address) : "127.0.0.1";
+      device = gloo::transport::tcp::CreateDevice(attr);
+      context = std::make_shared<gloo::rendezvous::Context>(r.rank, r.worldSize);
+      context->setTimeout(r.timeout);
+      context->connectFullMesh(prefixed, device);
+    } catch (const Error &) {
+      throw;
+    } catch (const std::exception &e) {
+      throw Error("rank " + std::to_string(r.rank) + " of " +
+                  std::to_string(r.worldSize) + ": rendezvous failed: " +
+                  e.what());
+    }
+  }
+
+  int rank() const override { return rendezvous.rank; }
+  int size() const override { return rendezvous.worldSize; }
+
+  void allReduceSum(float *data, size_t count) override {
+    run("all_reduce", count, [&] {
+      gloo::AllreduceOptions options(context);
+      options.setOutput(data, count);
+      options.setReduceFunction(
+          static_cast<void (*)(void *, const void *, const void *, size_t)>(
+              &gloo::sum<float>));
+      options.setTag(nextTag());
+      options.setTimeout(rendezvous.timeout);
+      gloo::allreduce(options);
+    });
+  }
+
+  void allGather(const float *in, float *out, size_t count) override {
+    run("all_gather", count, [&] {
+      gloo::AllgatherOptions options(context);
+      options.setInput(const_cast<float *>(in), count);
+      options.setOutput(out, count * (size_t)size());
+      options.setTag(nextTag());
+      options.setTimeout(rendezvous.timeout);
+      gloo::allgather(options);
+    });
+  }
+
+  void reduceScatterSum(const float *in, float *out, size_t count) override {
+    // Gloo's option-style API has no reduce-scatter: all-reduce a copy and
+    // keep this rank's block (twice the traffic of a ring reduce-scatter).
+    std::vector<float> all(in, in + count * (size_t)size());
+    allReduceSum(all.data(), all.size());
+    std::memcpy(out, all.data() + count * (size_t)rank(),
+                count * sizeof(float));
+  }
+
+  void broadcast(float *data, size_t count, int root) override {
+    run("broadcast", count, [&] {
+      gloo::BroadcastOptions options(context);
+      options.setOutput(data, count);
+      options.setRoot(root);
+      options.setTag(nextTag());
+      options.setTimeout(rendezvous.timeout);
+      gloo::broadcast(options);
+    });
+  }
+
+  void barrier() override {
+    run("barrier", 0, [&] {
+      gloo::BarrierOptions options(context);
+      options.setTag(nextTag());
+      options.setTimeout(rendezvous.timeout);
+      gloo::barrier(options);
+    });
+  }
+
+private:
+  Rendezvous rendezvous;
+  std::shared_ptr<gloo::rendezvous::Store> store;
+  std::shared_ptr<gloo::transport::Device> device;
+  std::shared_ptr<gloo::rendezvous::Context> context;
+  uint32_t tag = 0;
+
+  uint32_t nextTag() { return tag++; }
+
+  template <typename Fn>
+  void run(const char *what, size_t count, Fn &&fn) {
+    try {
+      fn();
+    } catch (const std::exception &e) {
+      throw Error("rank " + std::to_string(rank()) + " of " +
+                  std::to_string(size()) + ": " + what + " of " +
+                  std::to_string(count) +
+                  " floats failed (a peer died or did not answer within " +
+                  std::to_string(rendezvous.timeout.count() / 1000) +
+                  " s): " + e.what());
+    }
+  }
+
+  /// The address of this host that peers reach MASTER_ADDR through:
+  /// loopback for a local run, else the host name.
+  static std::string localAddress(const std::string &master) {
+    if (master == "127.0.0.1" || master == "localhost")
+      return "127.0.0.1";
+    char host[256] = {0};
+    if (::gethostname(host, sizeof host - 1) != 0)
+      return "127.0.0.1";
+    return host;
+  }
+};
+
+} // namespace
+
+Rendezvous rendezvousFromEnvironment() {
+  Rendezvous r;
+  r.worldSize = envInt("WORLD_SIZE", 1, 1);
+  r.rank = envInt("RANK", 0, 0);
+  r.localRank = envInt("LOCAL_RANK", r.rank, 0);
+  if (r.rank >= r.worldSize)
+    throw Error("RANK=" + std::to_string(r.rank) + " is not below WORLD_SIZE=" +
+                std::to_string(r.worldSize));
+  if (const char *addr = std::getenv("MASTER_ADDR"); addr && *addr)
+    r.address = addr;
+  r.port = envInt("MASTER_PORT", r.port, 1);
+  if (r.port > 65535)
+    throw Error("MASTER_PORT=" + std::to_string(r.port) + " is not a port");
+  r.timeout = std::chrono::seconds(envInt("LOOM_TIMEOUT_SEC", 60, 1));
+  if (const char *store = std::getenv("LOOM_STORE"); store && *store) {
+    std::string s = store;
+    if (s.rfind("file:", 0) == 0 && s.size() > 5) {
+      r.store = "file";
+      r.path = s.substr(5);
+    } else if (s != "tcp") {
+      throw Error("LOOM_STORE=" + s + ": expected file:DIR or tcp");
+    }
+  }
+  if (const char *prefix = std::getenv("LOOM_RUN_ID"); prefix && *prefix)
+    r.prefix = prefix;
+  return r;
+}
+
+std::unique_ptr<Communicator> connectGloo(const Rendezvous &rendezvous) {
+  return std::make_unique<GlooCommunicator>(rendezvous);
+}
+
+} // namespace loom::comm

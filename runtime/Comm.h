@@ -1,0 +1,82 @@
+//===- Comm.h - communicators for distributed runs ------------------------===//
+//
+// How the ranks of one distributed run find each other and exchange tensors.
+// A rendezvous store (a directory every rank can see, or a small TCP
+// key/value store served by rank 0, as torchrun's) lets the ranks exchange
+// addresses; a collective engine (Gloo over TCP on CPUs) moves the data. Loom
+// never implements its own transport: the store only carries addresses.
+//
+// Ranks learn their place from the variables torchrun, mpirun wrappers and
+// Slurm scripts set: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT,
+// or LOOM_STORE=file:DIR for a file store.
+//
+// Every call that can fail throws loom::comm::Error with a message that names
+// the rank and the operation; a peer that does not answer within the timeout
+// is an error, never a hang.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_COMM_H
+#define LOOM_RUNTIME_COMM_H
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace loom::comm {
+
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Where this rank stands and how it finds the others.
+struct Rendezvous {
+  int rank = 0;
+  int worldSize = 1;
+  int localRank = 0;
+  /// "file" (a directory shared by all ranks) or "tcp" (rank 0 serves).
+  std::string store = "tcp";
+  /// The directory of a file store.
+  std::string path;
+  /// The TCP store's address and port (rank 0 listens on the port).
+  std::string address = "127.0.0.1";
+  int port = 29500;
+  /// Separates the keys of consecutive runs that share a store.
+  std::string prefix = "loom";
+  /// How long a rank waits for a peer, in rendezvous and in collectives.
+  std::chrono::milliseconds timeout = std::chrono::seconds(60);
+};
+
+/// The rendezvous the environment describes: RANK, WORLD_SIZE, LOCAL_RANK,
+/// MASTER_ADDR, MASTER_PORT, LOOM_STORE (`file:DIR` or `tcp`) and
+/// LOOM_TIMEOUT_SEC. Without RANK and WORLD_SIZE, a single rank. Malformed
+/// values throw Error.
+Rendezvous rendezvousFromEnvironment();
+
+/// One rank's view of a group of ranks. Collectives are blocking and must be
+/// called in the same order on every rank.
+class Communicator {
+public:
+  virtual ~Communicator();
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /// data[i] = sum over ranks of data[i].
+  virtual void allReduceSum(float *data, size_t count) = 0;
+  /// out[r * count + i] = in[i] of rank r.
+  virtual void allGather(const float *in, float *out, size_t count) = 0;
+  /// out[i] = sum over ranks of in[rank() * count + i].
+  virtual void reduceScatterSum(const float *in, float *out, size_t count) = 0;
+  /// data = data of `root`.
+  virtual void broadcast(float *data, size_t count, int root) = 0;
+  virtual void barrier() = 0;
+};
+
+/// Connects to every other rank through Gloo's TCP transport after the
+/// rendezvous; throws Error if a peer is missing after the timeout.
+std::unique_ptr<Communicator> connectGloo(const Rendezvous &rendezvous);
+
+} // namespace loom::comm
+
+#endif // LOOM_RUNTIME_COMM_H
