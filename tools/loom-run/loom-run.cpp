@@ -2,6 +2,7 @@
 //
 //   loom-run infer model.loom --input NAME=FILE.npy ... --output-dir DIR
 //   loom-run train model.loom --data NAME=FILE.npy ... (see Train.cpp)
+//   loom-run launch --nproc N -- COMMAND ... (see Launch.cpp)
 //
 // `infer` binds .npy files to a bundle's inputs through libloomrt's C API,
 // runs the entry point and writes every output as DIR/<output name>.npy.
@@ -172,6 +173,8 @@ static int runInfer() {
 
 extern cl::SubCommand trainCommand;
 int runTrain();
+extern cl::SubCommand launchCommand;
+int runLaunch();
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
@@ -181,5 +184,8 @@ int main(int argc, char **argv) {
     return runInfer();
   if (trainCommand)
     return runTrain();
-  return fail("expected a command: infer or train (see loom-run --help)");
+  if (launchCommand)
+    return runLaunch();
+  return fail(
+      "expected a command: infer, train or launch (see loom-run --help)");
 }

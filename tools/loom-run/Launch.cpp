@@ -1,0 +1,161 @@
+//===- Launch.cpp - loom-run launch: local ranks of a distributed run -----===//
+//
+//   loom-run launch --nproc N [--master-port P] [--kill-after S] -- COMMAND ...
+//
+// Starts N processes of COMMAND with the variables torchrun sets (RANK,
+// LOCAL_RANK, WORLD_SIZE, and the rendezvous: a file store in a fresh
+// temporary directory through LOOM_STORE, or the TCP store at
+// 127.0.0.1:P through MASTER_ADDR/MASTER_PORT), waits for them, and when
+// one fails (non-zero exit or a signal) names it and stops the others:
+// SIGTERM, then SIGKILL after --kill-after seconds. Exits 0 when every rank
+// succeeded, else 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace llvm;
+
+cl::SubCommand launchCommand(
+    "launch", "Start N local ranks of a command with torchrun's variables, "
+              "and stop them all if one fails");
+static cl::opt<unsigned> nproc("nproc", cl::desc("Number of ranks (default 2)"),
+                               cl::init(2), cl::sub(launchCommand));
+static cl::opt<unsigned>
+    masterPort("master-port",
+               cl::desc("Rendezvous through the TCP store that rank 0 serves "
+                        "on this port (default: a file store in a fresh "
+                        "temporary directory)"),
+               cl::init(0), cl::sub(launchCommand));
+static cl::opt<unsigned>
+    killAfter("kill-after",
+              cl::desc("Seconds the other ranks get to exit after one fails, "
+                       "before SIGKILL (default 5)"),
+              cl::init(5), cl::sub(launchCommand));
+static cl::list<std::string> command(cl::Positional, cl::OneOrMore,
+                                     cl::desc("-- COMMAND [ARGS...]"),
+                                     cl::sub(launchCommand));
+
+namespace {
+
+int launchError(const Twine &message) {
+  WithColor::error(errs(), "loom-run launch") << message << "\n";
+  return 1;
+}
+
+std::string describe(int status) {
+  if (WIFEXITED(status))
+    return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return std::string("killed by signal ") + strsignal(WTERMSIG(status));
+  return "stopped";
+}
+
+} // namespace
+
+int runLaunch() {
+  if (nproc < 1)
+    return launchError("--nproc must be at least 1");
+  if (masterPort > 65535)
+    return launchError("--master-port " + Twine(masterPort.getValue()) +
+                       " is not a port");
+  SmallString<128> store;
+  if (!masterPort) {
+    if (std::error_code ec =
+            sys::fs::createUniqueDirectory("loom-rendezvous", store))
+      return launchError("cannot create a rendezvous directory: " +
+                         ec.message());
+  }
+
+  std::vector<std::string> args(command.begin(), command.end());
+  std::vector<char *> argv;
+  for (std::string &arg : args)
+    argv.push_back(arg.data());
+  argv.push_back(nullptr);
+
+  std::map<pid_t, int> ranks;
+  for (unsigned r = 0; r < nproc; ++r) {
+    pid_t pid = ::fork();
+    if (pid < 0)
+      return launchError("cannot start rank " + Twine(r) + ": " +
+                         std::strerror(errno));
+    if (pid == 0) {
+      ::setenv("RANK", std::to_string(r).c_str(), 1);
+      ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(nproc.getValue()).c_str(), 1);
+      if (masterPort) {
+        ::setenv("LOOM_STORE", "tcp", 1);
+        ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+        ::setenv("MASTER_PORT", std::to_string(masterPort.getValue()).c_str(),
+                 1);
+      } else {
+        ::setenv("LOOM_STORE", ("file:" + store).str().c_str(), 1);
+      }
+      ::execvp(argv[0], argv.data());
+      std::fprintf(stderr, "loom-run launch: rank %u: cannot run %s: %s\n", r,
+                   argv[0], std::strerror(errno));
+      std::_Exit(127);
+    }
+    ranks[pid] = (int)r;
+  }
+
+  int firstFailed = -1;
+  std::string firstStatus;
+  auto deadline = std::chrono::steady_clock::time_point::max();
+  bool killed = false;
+  while (!ranks.empty()) {
+    int status = 0;
+    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid == 0) {
+      if (firstFailed >= 0 && !killed &&
+          std::chrono::steady_clock::now() > deadline) {
+        for (auto &[p, r] : ranks)
+          ::kill(p, SIGKILL);
+        killed = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      continue;
+    }
+    if (pid < 0)
+      break;
+    auto it = ranks.find(pid);
+    if (it == ranks.end())
+      continue;
+    int rank = it->second;
+    ranks.erase(it);
+    bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (ok || firstFailed >= 0)
+      continue;
+    firstFailed = rank;
+    firstStatus = describe(status);
+    WithColor::error(errs(), "loom-run launch")
+        << "rank " << rank << " of " << nproc << " failed (" << firstStatus
+        << "); stopping the other " << ranks.size() << " rank"
+        << (ranks.size() == 1 ? "" : "s") << "\n";
+    for (auto &[p, r] : ranks)
+      ::kill(p, SIGTERM);
+    deadline = std::chrono::steady_clock::now() +
+               std::chrono::seconds(killAfter.getValue());
+  }
+  if (!store.empty())
+    (void)sys::fs::remove_directories(store);
+  if (firstFailed >= 0)
+    return launchError("the run failed: rank " + Twine(firstFailed) +
+                       " failed first (" + firstStatus + ")");
+  return 0;
+}
