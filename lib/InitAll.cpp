@@ -9,6 +9,7 @@
 #include "loom/InitAll.h"
 
 #include "dialects/Loom/LoomOps.h"
+#include "passes/Conversion/CollectivesToRuntime.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
 
@@ -21,6 +22,7 @@ void mlir::loom::registerAllDialects(DialectRegistry &registry) {
   registry.insert<LoomDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  registerCollectiveBufferizationModels(registry);
 }
 
 void mlir::loom::registerAllPasses() {

@@ -277,13 +277,16 @@ public:
   int rank() const override { return rendezvous.rank; }
   int size() const override { return rendezvous.worldSize; }
 
-  void allReduceSum(float *data, size_t count) override {
+  void allReduce(float *data, size_t count, ReduceOp op) override {
+    using Fn = void (*)(void *, const void *, const void *, size_t);
+    Fn combine = op == ReduceOp::Sum    ? static_cast<Fn>(&gloo::sum<float>)
+                 : op == ReduceOp::Prod ? static_cast<Fn>(&gloo::product<float>)
+                 : op == ReduceOp::Max  ? static_cast<Fn>(&gloo::max<float>)
+                                        : static_cast<Fn>(&gloo::min<float>);
     run("all_reduce", count, [&] {
       gloo::AllreduceOptions options(context);
       options.setOutput(data, count);
-      options.setReduceFunction(
-          static_cast<void (*)(void *, const void *, const void *, size_t)>(
-              &gloo::sum<float>));
+      options.setReduceFunction(combine);
       options.setTag(nextTag());
       options.setTimeout(rendezvous.timeout);
       gloo::allreduce(options);

@@ -55,6 +55,9 @@ struct Rendezvous {
 /// values throw Error.
 Rendezvous rendezvousFromEnvironment();
 
+/// How all-reduce combines the ranks' values.
+enum class ReduceOp { Sum, Prod, Max, Min };
+
 /// One rank's view of a group of ranks. Collectives are blocking and must be
 /// called in the same order on every rank.
 class Communicator {
@@ -62,8 +65,12 @@ public:
   virtual ~Communicator();
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  /// data[i] = the ranks' data[i] combined by `op`.
+  virtual void allReduce(float *data, size_t count, ReduceOp op) = 0;
   /// data[i] = sum over ranks of data[i].
-  virtual void allReduceSum(float *data, size_t count) = 0;
+  void allReduceSum(float *data, size_t count) {
+    allReduce(data, count, ReduceOp::Sum);
+  }
   /// out[r * count + i] = in[i] of rank r.
   virtual void allGather(const float *in, float *out, size_t count) = 0;
   /// out[i] = sum over ranks of in[rank() * count + i].

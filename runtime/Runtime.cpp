@@ -7,12 +7,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Collectives.h"
 #include "loom/runtime.h"
 
 #include <nlohmann/json.hpp>
 
 #include <dlfcn.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -82,6 +84,8 @@ struct loom_session_t {
   void (*entry)(void **) = nullptr;
   std::vector<Tensor> tensors;
   std::vector<void *> descriptors;
+  /// The distributed run this session joined, if any.
+  std::unique_ptr<loom::comm::Communicator> communicator;
 
   ~loom_session_t() {
     if (library)
@@ -310,6 +314,23 @@ static loom_status_t createSession(const std::string &dir,
       reinterpret_cast<void (*)(void **)>(dlsym(session->library, symbol.c_str()));
   if (!session->entry)
     return bad("library has no entry point symbol \"" + symbol + "\"");
+
+  // Callers built against a header without `distributed` pass a smaller
+  // struct.
+  bool distributed =
+      options.struct_size >= offsetof(loom_session_options_t, distributed) +
+                                 sizeof(options.distributed) &&
+      options.distributed;
+  if (distributed) {
+    try {
+      session->communicator =
+          loom::comm::connectGloo(loom::comm::rendezvousFromEnvironment());
+    } catch (const loom::comm::Error &e) {
+      return makeStatus(LOOM_STATUS_UNAVAILABLE,
+                        std::string("joining the distributed run: ") +
+                            e.what());
+    }
+  }
   return nullptr;
 }
 
@@ -338,6 +359,14 @@ loom_status_t loom_session_create(const char *bundle_path,
 }
 
 void loom_session_destroy(loom_session_t *session) { delete session; }
+
+int loom_session_rank(const loom_session_t *session) {
+  return session && session->communicator ? session->communicator->rank() : 0;
+}
+
+int loom_session_world_size(const loom_session_t *session) {
+  return session && session->communicator ? session->communicator->size() : 1;
+}
 
 size_t loom_session_tensor_count(const loom_session_t *session) {
   return session ? session->tensors.size() : 0;
@@ -430,7 +459,12 @@ loom_status_t loom_session_run(loom_session_t *session) {
     if (t.kind == LOOM_TENSOR_INPUT && !t.set)
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                         "input \"" + t.name + "\" was not set");
+  loom::rt::currentCommunicator = session->communicator.get();
+  loom::rt::collectiveError.clear();
   session->entry(session->descriptors.data());
+  loom::rt::currentCommunicator = nullptr;
+  if (!loom::rt::collectiveError.empty())
+    return makeStatus(LOOM_STATUS_UNAVAILABLE, loom::rt::collectiveError);
   for (Tensor &t : session->tensors) {
     if (t.updates < 0)
       continue;

@@ -50,6 +50,8 @@ typedef enum loom_status_code_t {
   /** Out of memory. */
   LOOM_STATUS_RESOURCE_EXHAUSTED = 5,
   LOOM_STATUS_INTERNAL = 6,
+  /** A peer of a distributed run failed or did not answer in time. */
+  LOOM_STATUS_UNAVAILABLE = 7,
 } loom_status_code_t;
 
 typedef struct loom_status_s *loom_status_t;
@@ -120,6 +122,11 @@ typedef struct loom_session_options_t {
   size_t struct_size;
   /** Entry point to run; NULL selects the bundle's first one. */
   const char *entry_point;
+  /** Nonzero: join the distributed run the environment describes (RANK,
+   *  WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT, LOOM_STORE,
+   *  LOOM_TIMEOUT_SEC) when the session is created; the bundle's collectives
+   *  run over it (Gloo over TCP). Default 0. */
+  int distributed;
 } loom_session_options_t;
 
 LOOM_API void loom_session_options_initialize(loom_session_options_t *options);
@@ -129,6 +136,10 @@ LOOM_API void loom_session_options_initialize(loom_session_options_t *options);
 LOOM_API loom_status_t loom_session_create(const char *bundle_path,
                                            const loom_session_options_t *options,
                                            loom_session_t **out_session);
+/** This process's rank in the session's distributed run (0 if none) and
+ *  the number of ranks (1 if none). */
+LOOM_API int loom_session_rank(const loom_session_t *session);
+LOOM_API int loom_session_world_size(const loom_session_t *session);
 /** Frees the session and every buffer it owns; NULL is allowed. */
 LOOM_API void loom_session_destroy(loom_session_t *session);
 

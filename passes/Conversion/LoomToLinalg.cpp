@@ -1800,10 +1800,11 @@ struct ConvertLoomToLinalgPass
       getOperation().emitError("lowering loom to linalg did not converge");
       return signalPassFailure();
     }
-    // What is left has no CPU lowering yet; say which ops, where.
+    // What is left has no CPU lowering yet; say which ops, where. All-reduce
+    // becomes a runtime call during bufferization (CollectivesToRuntime.cpp).
     bool failedAny = false;
     getOperation().walk([&](Operation *op) {
-      if (isa<LoomDialect>(op->getDialect()) && !isa<MeshOp>(op)) {
+      if (isa<LoomDialect>(op->getDialect()) && !isa<MeshOp, AllReduceOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";
         failedAny = true;
       }
@@ -1817,6 +1818,11 @@ struct LoomExposeEntryPointsPass
     : mlir::loom::impl::LoomExposeEntryPointsPassBase<
           LoomExposeEntryPointsPass> {
   void runOnOperation() override {
+    // Meshes only named the groups of collectives, which bufferization has
+    // turned into runtime calls; LLVM IR has no place for them.
+    for (MeshOp mesh :
+         llvm::make_early_inc_range(getOperation().getOps<MeshOp>()))
+      mesh.erase();
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func.isPublic() || func.isExternal())
         continue;

@@ -55,7 +55,8 @@ def LoomExposeEntryPointsPass
     descriptor pointer per argument. The bundle emitter wraps each of those
     in `loom_entry_<name>(void **descriptors)`, which libloomrt calls.
     The `loom.*` argument and result attributes (names, initial values),
-    which the bundle emitter has read by now, are dropped.
+    which the bundle emitter has read by now, are dropped, and so are the
+    `loom.mesh` declarations, whose collectives are runtime calls by now.
     Run after bufferization and `buffer-results-to-out-params`, so results
     are caller-allocated arguments too.
   }];

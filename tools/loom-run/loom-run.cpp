@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,14 @@ static cl::opt<std::string> bundlePath(cl::Positional, cl::Required,
                                        cl::desc("<model.loom>"),
                                        cl::sub(inferCommand));
 static cl::list<std::string>
-    inputs("input", cl::desc("Bind an input (or parameter) to a .npy file"),
+    inputs("input",
+           cl::desc("Bind an input (or parameter) to a .npy file; in a "
+                    "distributed run \"{rank}\" in FILE becomes the rank"),
            cl::value_desc("NAME=FILE.npy"), cl::sub(inferCommand));
 static cl::opt<std::string> outputDir("output-dir",
                                       cl::desc("Where outputs are written "
-                                               "(default: .)"),
+                                               "(default: .; in a distributed "
+                                               "run, DIR/rank<N>)"),
                                       cl::value_desc("DIR"), cl::init("."),
                                       cl::sub(inferCommand));
 static cl::opt<unsigned> repeat("repeat",
@@ -81,6 +85,9 @@ static int runInfer() {
   loom_session_options_initialize(&options);
   if (!entryPoint.empty())
     options.entry_point = entryPoint.c_str();
+  // Started as one of several ranks (loom-run launch, torchrun): join them.
+  if (const char *world = std::getenv("WORLD_SIZE"))
+    options.distributed = std::atoi(world) > 1;
   loom_session_t *session = nullptr;
   if (!check(loom_session_create(bundlePath.c_str(), &options, &session)))
     return 1;
@@ -88,9 +95,15 @@ static int runInfer() {
     loom_session_t *s;
     ~Destroy() { loom_session_destroy(s); }
   } destroy{session};
+  int rank = loom_session_rank(session);
+  bool distributed = loom_session_world_size(session) > 1;
 
   for (const std::string &spec : inputs) {
-    auto [name, file] = StringRef(spec).split('=');
+    auto [name, rawFile] = StringRef(spec).split('=');
+    // Each rank may read its own file: "{rank}" becomes the rank.
+    std::string file = rawFile.str();
+    for (size_t at; (at = file.find("{rank}")) != std::string::npos;)
+      file.replace(at, 6, std::to_string(rank));
     if (name.empty() || file.empty())
       return fail("expected --input NAME=FILE.npy, got \"" + spec + "\"");
     size_t index;
@@ -101,7 +114,7 @@ static int runInfer() {
       return 1;
     loom::npy::Array array;
     std::string error;
-    if (!loom::npy::read(file.str(), array, error))
+    if (!loom::npy::read(file, array, error))
       return fail(error);
     bool sameShape = array.shape.size() == (size_t)info.rank;
     for (size_t d = 0; sameShape && d < array.shape.size(); ++d)
@@ -138,8 +151,11 @@ static int runInfer() {
            << format("%.4f", sum / millis.size()) << " ms\n";
   }
 
-  if (std::error_code ec = sys::fs::create_directories(outputDir))
-    return fail("cannot create " + outputDir + ": " + ec.message());
+  SmallString<256> outDir(outputDir);
+  if (distributed)
+    sys::path::append(outDir, "rank" + std::to_string(rank));
+  if (std::error_code ec = sys::fs::create_directories(outDir))
+    return fail("cannot create " + outDir + ": " + ec.message());
   for (size_t i = 0, e = loom_session_tensor_count(session); i < e; ++i) {
     loom_tensor_info_t info;
     if (!check(loom_session_tensor_info(session, i, &info)))
@@ -160,7 +176,7 @@ static int runInfer() {
     for (char &c : fileName)
       if (c == '/' || c == ':' || c == '\\')
         c = '_';
-    SmallString<256> path(outputDir);
+    SmallString<256> path(outDir);
     sys::path::append(path, fileName + ".npy");
     std::string error;
     if (!loom::npy::write(std::string(path), array, error))

@@ -90,6 +90,12 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  /* Not distributed (options.distributed defaults to 0): rank 0 of 1. */
+  EXPECT(options.distributed == 0);
+  EXPECT(loom_session_rank(session) == 0);
+  EXPECT(loom_session_world_size(session) == 1);
+  EXPECT(loom_session_rank(NULL) == 0 && loom_session_world_size(NULL) == 1);
+
   /* Tensor queries: x, six parameters, logits. */
   EXPECT(loom_session_tensor_count(session) == 8);
   loom_tensor_info_t info;

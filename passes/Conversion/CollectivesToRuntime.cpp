@@ -1,0 +1,147 @@
+//===- CollectivesToRuntime.cpp - collectives as runtime calls ------------===//
+//
+// Collectives are not generated code: they stay loom ops through the lowering
+// to linalg, and one-shot bufferization turns each into a call of the
+// runtime, which runs it through the session's communicator (Gloo). This file
+// implements BufferizableOpInterface for them: the operand's buffer is read,
+// a fresh buffer receives the result.
+//
+//   loom.all_reduce sum %x on @mesh [all of its axes] : tensor<...xf32>
+//     ==> %out = memref.alloc()
+//         call @loom_rt_all_reduce_f32(%in, %out, reduction, group size)
+//
+// The runtime checks that the session's communicator spans `group size`
+// ranks. Reductions over part of a mesh (sub-groups) come with the
+// partitioner that creates them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Conversion/CollectivesToRuntime.h"
+
+#include "dialects/Loom/LoomOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/SymbolTable.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+using namespace mlir::bufferization;
+
+namespace {
+
+/// The number of devices along `axes` of `mesh`, or failure with an error.
+FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
+                             ArrayAttr axes) {
+  auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+      op, StringAttr::get(op->getContext(), meshName));
+  if (!mesh)
+    return op->emitOpError("names no mesh @") << meshName;
+  MeshAttr shape = mesh.getMesh();
+  int64_t size = 1, all = 1;
+  for (auto [name, extent] :
+       llvm::zip(shape.getAxisNames(), shape.getAxisSizes())) {
+    all *= extent;
+    if (llvm::any_of(axes, [&, name = name](Attribute a) {
+          return cast<StringAttr>(a) == name;
+        }))
+      size *= extent;
+  }
+  if (size != all)
+    return op->emitOpError("reduces over part of mesh @")
+           << meshName << " (" << size << " of " << all
+           << " devices); collectives over sub-groups are not supported on "
+              "the CPU yet";
+  return size;
+}
+
+struct AllReduceBufferization
+    : BufferizableOpInterface::ExternalModel<AllReduceBufferization,
+                                             AllReduceOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto reduce = cast<AllReduceOp>(op);
+    auto type = cast<RankedTensorType>(reduce.getType());
+    if (!type.getElementType().isF32())
+      return op->emitOpError("on ")
+             << type.getElementType()
+             << " is not supported on the CPU yet (f32 is)";
+    FailureOr<int64_t> size =
+        groupSize(op, reduce.getMesh(), reduce.getMeshAxes());
+    if (failed(size))
+      return failure();
+    FailureOr<Value> input =
+        getBuffer(rewriter, reduce.getInput(), options, state);
+    if (failed(input))
+      return failure();
+    Location loc = op->getLoc();
+    auto bufferType = MemRefType::get(type.getShape(), type.getElementType());
+    FailureOr<Value> output =
+        options.createAlloc(rewriter, loc, bufferType, ValueRange{});
+    if (failed(output))
+      return failure();
+
+    // Any rank, any layout: the runtime reads sizes and strides.
+    int64_t dyn = ShapedType::kDynamic;
+    SmallVector<int64_t> dims(type.getRank(), dyn);
+    auto anyLayout = MemRefType::get(
+        dims, type.getElementType(),
+        StridedLayoutAttr::get(op->getContext(), dyn, dims));
+    auto unranked = UnrankedMemRefType::get(type.getElementType(), 0);
+    SmallVector<Value> args;
+    for (Value buffer : {*input, *output}) {
+      Value strided = memref::CastOp::create(rewriter, loc, anyLayout, buffer);
+      args.push_back(memref::CastOp::create(rewriter, loc, unranked, strided));
+    }
+    args.push_back(arith::ConstantOp::create(
+        rewriter, loc,
+        rewriter.getI64IntegerAttr((int64_t)reduce.getReduction())));
+    args.push_back(arith::ConstantOp::create(
+        rewriter, loc, rewriter.getI64IntegerAttr(*size)));
+
+    auto module = op->getParentOfType<ModuleOp>();
+    StringRef name = "loom_rt_all_reduce_f32";
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      callee = func::FuncOp::create(
+          rewriter, loc, name,
+          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
+      callee.setPrivate();
+      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    }
+    func::CallOp::create(rewriter, loc, callee, args);
+    replaceOpWithBufferizedValues(rewriter, op, *output);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::loom::registerCollectiveBufferizationModels(
+    DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, LoomDialect *) {
+    AllReduceOp::attachInterface<AllReduceBufferization>(*context);
+  });
+}

@@ -1,0 +1,20 @@
+//===- Collectives.h - the communicator compiled collectives use ----------===//
+
+#ifndef LOOM_RUNTIME_COLLECTIVES_H
+#define LOOM_RUNTIME_COLLECTIVES_H
+
+#include "Comm.h"
+
+#include <string>
+
+namespace loom::rt {
+
+/// The communicator of the session whose entry point runs on this thread
+/// (null outside a distributed session), set by loom_session_run.
+extern thread_local comm::Communicator *currentCommunicator;
+/// The first collective failure of the running entry point, if any.
+extern thread_local std::string collectiveError;
+
+} // namespace loom::rt
+
+#endif // LOOM_RUNTIME_COLLECTIVES_H

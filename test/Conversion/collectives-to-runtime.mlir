@@ -1,0 +1,32 @@
+// RUN: loom-opt %s --split-input-file --one-shot-bufferize="bufferize-function-boundaries" --verify-diagnostics | FileCheck %s
+
+// One-shot bufferization turns an all-reduce over a whole mesh into a call of
+// the runtime on the operand's buffer and a fresh result buffer, with the
+// reduction kind (3 = min) and the group size.
+// CHECK: func.func private @loom_rt_all_reduce_f32(memref<*xf32>, memref<*xf32>, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func @whole_mesh
+// CHECK-SAME: (%[[X:.*]]: memref<4x8xf32
+// CHECK: %[[OUT:.*]] = memref.alloc() {{.*}}: memref<4x8xf32>
+// CHECK: %[[XS:.*]] = memref.cast %[[X]] : {{.*}} to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[IN:.*]] = memref.cast %[[XS]] : {{.*}} to memref<*xf32>
+// CHECK: %[[OS:.*]] = memref.cast %[[OUT]] : memref<4x8xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
+// CHECK: %[[RES:.*]] = memref.cast %[[OS]] : {{.*}} to memref<*xf32>
+// CHECK-DAG: %[[KIND:.*]] = arith.constant 3 : i64
+// CHECK-DAG: %[[SIZE:.*]] = arith.constant 4 : i64
+// CHECK: call @loom_rt_all_reduce_f32(%[[IN]], %[[RES]], %[[KIND]], %[[SIZE]])
+// CHECK: return %[[OUT]]
+loom.mesh @mesh = <dp = 2, tp = 2>
+func.func @whole_mesh(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = loom.all_reduce min %x on @mesh ["dp", "tp"] : tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+loom.mesh @mesh = <dp = 2>
+func.func @integers(%x: tensor<4xi64>) -> tensor<4xi64> {
+  // expected-error @+2 {{'loom.all_reduce' op on 'i64' is not supported on the CPU yet (f32 is)}}
+  // expected-error @+1 {{failed to bufferize op}}
+  %0 = loom.all_reduce sum %x on @mesh ["dp"] : tensor<4xi64>
+  return %0 : tensor<4xi64>
+}
