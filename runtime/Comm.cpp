@@ -287,9 +287,7 @@ public:
       gloo::AllreduceOptions options(context);
       options.setOutput(data, count);
       options.setReduceFunction(combine);
-      options.setTag(nextTag());
-      options.setTimeout(rendezvous.timeout);
-      gloo::allreduce(options);
+      gloo::allreduce(stamped(options));
     });
   }
 
@@ -298,9 +296,7 @@ public:
       gloo::AllgatherOptions options(context);
       options.setInput(const_cast<float *>(in), count);
       options.setOutput(out, count * (size_t)size());
-      options.setTag(nextTag());
-      options.setTimeout(rendezvous.timeout);
-      gloo::allgather(options);
+      gloo::allgather(stamped(options));
     });
   }
 
@@ -318,18 +314,14 @@ public:
       gloo::BroadcastOptions options(context);
       options.setOutput(data, count);
       options.setRoot(root);
-      options.setTag(nextTag());
-      options.setTimeout(rendezvous.timeout);
-      gloo::broadcast(options);
+      gloo::broadcast(stamped(options));
     });
   }
 
   void barrier() override {
     run("barrier", 0, [&] {
       gloo::BarrierOptions options(context);
-      options.setTag(nextTag());
-      options.setTimeout(rendezvous.timeout);
-      gloo::barrier(options);
+      gloo::barrier(stamped(options));
     });
   }
 
@@ -340,7 +332,13 @@ private:
   std::shared_ptr<gloo::rendezvous::Context> context;
   uint32_t tag = 0;
 
-  uint32_t nextTag() { return tag++; }
+  /// Gives a collective's options the next tag (every rank counts the same
+  /// sequence) and the run's timeout.
+  template <typename Options> Options &stamped(Options &options) {
+    options.setTag(tag++);
+    options.setTimeout(rendezvous.timeout);
+    return options;
+  }
 
   template <typename Fn>
   void run(const char *what, size_t count, Fn &&fn) {
