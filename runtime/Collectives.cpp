@@ -49,15 +49,25 @@ struct View {
       n *= (size_t)s;
     return n;
   }
-  /// Calls fn(element) for every element in row-major order.
-  template <typename Fn> void forEach(Fn &&fn) const {
+  float &at(const std::vector<int64_t> &index) const {
+    int64_t offset = 0;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      offset += index[d] * strides[d];
+    return data[offset];
+  }
+  /// The row-major position of `index` in a dense tensor of this shape.
+  size_t linear(const std::vector<int64_t> &index) const {
+    size_t at = 0;
+    for (size_t d = 0; d < sizes.size(); ++d)
+      at = at * (size_t)sizes[d] + (size_t)index[d];
+    return at;
+  }
+  /// Calls fn(index) for every index in row-major order.
+  template <typename Fn> void forEachIndex(Fn &&fn) const {
     size_t n = count(), rank = sizes.size();
     std::vector<int64_t> index(rank, 0);
     for (size_t i = 0; i < n; ++i) {
-      int64_t offset = 0;
-      for (size_t d = 0; d < rank; ++d)
-        offset += index[d] * strides[d];
-      fn(data[offset]);
+      fn(index);
       for (size_t d = rank; d-- > 0;) {
         if (++index[d] < sizes[d])
           break;
@@ -65,7 +75,71 @@ struct View {
       }
     }
   }
+  /// The elements in row-major order.
+  std::vector<float> packed() const {
+    std::vector<float> values;
+    values.reserve(count());
+    forEachIndex([&](const std::vector<int64_t> &i) { values.push_back(at(i)); });
+    return values;
+  }
+  /// Writes `values` (row-major) into the view.
+  void unpack(const std::vector<float> &values) const {
+    size_t i = 0;
+    forEachIndex([&](const std::vector<int64_t> &index) {
+      at(index) = values[i++];
+    });
+  }
 };
+
+
+/// The communicator for a collective over `groupSize` ranks, or null with
+/// the reason recorded (not distributed, another number of ranks). A group
+/// of one needs none.
+loom::comm::Communicator *communicatorFor(int64_t groupSize, const char *what,
+                                         bool &alone) {
+  using namespace loom;
+  alone = groupSize == 1;
+  comm::Communicator *c = rt::currentCommunicator;
+  if (alone)
+    return nullptr;
+  std::string span = std::string("the bundle's ") + what + " spans " +
+                     std::to_string(groupSize) + " ranks, but ";
+  if (!c)
+    rt::collectiveError =
+        span + "the session is not part of a distributed run "
+               "(loom_session_options_t.distributed; start the ranks with "
+               "loom-run launch or a torchrun-style launcher)";
+  else if (c->size() != groupSize)
+    rt::collectiveError = span + "the run has " + std::to_string(c->size());
+  else
+    return c;
+  return nullptr;
+}
+
+/// Runs `fn` (a communicator call), recording its failure.
+template <typename Fn> bool guarded(Fn &&fn) {
+  try {
+    fn();
+    return true;
+  } catch (const loom::comm::Error &e) {
+    loom::rt::collectiveError = e.what();
+    return false;
+  }
+}
+
+/// loom::ReductionKind (sum, prod, max, min, avg) as a communicator op.
+bool reduceOpOf(int64_t reduction, loom::comm::ReduceOp &op) {
+  using loom::comm::ReduceOp;
+  static const ReduceOp ops[] = {ReduceOp::Sum, ReduceOp::Prod, ReduceOp::Max,
+                                 ReduceOp::Min, ReduceOp::Sum};
+  if (reduction < 0 || reduction > 4) {
+    loom::rt::collectiveError =
+        "unknown reduction kind " + std::to_string(reduction);
+    return false;
+  }
+  op = ops[reduction];
+  return true;
+}
 
 } // namespace
 
@@ -78,45 +152,87 @@ _mlir_ciface_loom_rt_all_reduce_f32(Unranked *in, Unranked *out,
   if (!rt::collectiveError.empty())
     return; // an earlier collective of this run failed
   View src(*in), dst(*out);
-  std::vector<float> values;
-  values.reserve(src.count());
-  src.forEach([&](float &x) { values.push_back(x); });
-  comm::Communicator *c = rt::currentCommunicator;
-  if (groupSize > 1) {
-    if (!c) {
-      rt::collectiveError =
-          "the bundle all-reduces over " + std::to_string(groupSize) +
-          " ranks, but the session is not part of a distributed run "
-          "(loom_session_options_t.distributed; start the ranks with "
-          "loom-run launch or a torchrun-style launcher)";
+  std::vector<float> values = src.packed();
+  bool alone;
+  comm::Communicator *c = communicatorFor(groupSize, "all-reduce", alone);
+  comm::ReduceOp op;
+  if (!alone) {
+    if (!c || !reduceOpOf(reduction, op) ||
+        !guarded([&] { c->allReduce(values.data(), values.size(), op); }))
       return;
-    }
-    if (c->size() != groupSize) {
-      rt::collectiveError =
-          "the bundle all-reduces over " + std::to_string(groupSize) +
-          " ranks, but the run has " + std::to_string(c->size());
-      return;
-    }
-    static const comm::ReduceOp ops[] = {comm::ReduceOp::Sum,
-                                         comm::ReduceOp::Prod,
-                                         comm::ReduceOp::Max,
-                                         comm::ReduceOp::Min,
-                                         comm::ReduceOp::Sum};
-    if (reduction < 0 || reduction > 4) {
-      rt::collectiveError =
-          "unknown all-reduce kind " + std::to_string(reduction);
-      return;
-    }
-    try {
-      c->allReduce(values.data(), values.size(), ops[reduction]);
-    } catch (const comm::Error &e) {
-      rt::collectiveError = e.what();
-      return;
-    }
     if (reduction == 4) // avg
       for (float &v : values)
         v /= (float)groupSize;
   }
+  dst.unpack(values);
+}
+
+/// out = the group's `in` concatenated along `dim` in rank order.
+extern "C" LOOM_API void
+_mlir_ciface_loom_rt_all_gather_f32(Unranked *in, Unranked *out, int64_t dim,
+                                    int64_t groupSize) {
+  using namespace loom;
+  if (!rt::collectiveError.empty())
+    return;
+  View src(*in), dst(*out);
+  std::vector<float> mine = src.packed();
+  bool alone;
+  comm::Communicator *c = communicatorFor(groupSize, "all-gather", alone);
+  if (alone) {
+    dst.unpack(mine);
+    return;
+  }
+  std::vector<float> blocks(mine.size() * (size_t)groupSize);
+  if (!c || !guarded([&] {
+        c->allGather(mine.data(), blocks.data(), mine.size());
+      }))
+    return;
+  // Block r holds rank r's tensor; it lands at offset r * size along `dim`.
   size_t i = 0;
-  dst.forEach([&](float &x) { x = values[i++]; });
+  for (int64_t r = 0; r < groupSize; ++r)
+    src.forEachIndex([&](const std::vector<int64_t> &index) {
+      std::vector<int64_t> at = index;
+      at[dim] += r * src.sizes[dim];
+      dst.at(at) = blocks[i++];
+    });
+}
+
+/// out = this rank's slice along `dim` (rank r keeps [r * n, (r + 1) * n),
+/// n = out's size there) of the group's `in` combined by `reduction`.
+extern "C" LOOM_API void
+_mlir_ciface_loom_rt_reduce_scatter_f32(Unranked *in, Unranked *out,
+                                        int64_t dim, int64_t reduction,
+                                        int64_t groupSize) {
+  using namespace loom;
+  if (!rt::collectiveError.empty())
+    return;
+  View src(*in), dst(*out);
+  bool alone;
+  comm::Communicator *c = communicatorFor(groupSize, "reduce-scatter", alone);
+  if (alone) {
+    dst.unpack(src.packed());
+    return;
+  }
+  comm::ReduceOp op;
+  if (!c || !reduceOpOf(reduction, op))
+    return;
+  // Pack the input as groupSize blocks of out's shape, block r being the
+  // slice rank r keeps, so that each block is contiguous.
+  int64_t n = dst.sizes[dim];
+  size_t block = dst.count();
+  std::vector<float> packed(block * (size_t)groupSize);
+  src.forEachIndex([&](const std::vector<int64_t> &index) {
+    std::vector<int64_t> local = index;
+    int64_t r = index[dim] / n;
+    local[dim] = index[dim] % n;
+    packed[(size_t)r * block + dst.linear(local)] = src.at(index);
+  });
+  if (!guarded([&] { c->allReduce(packed.data(), packed.size(), op); }))
+    return;
+  std::vector<float> mine(packed.begin() + (size_t)c->rank() * block,
+                          packed.begin() + (size_t)(c->rank() + 1) * block);
+  if (reduction == 4) // avg
+    for (float &v : mine)
+      v /= (float)groupSize;
+  dst.unpack(mine);
 }

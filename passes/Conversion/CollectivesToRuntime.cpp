@@ -10,6 +10,10 @@
 //     ==> %out = memref.alloc()
 //         call @loom_rt_all_reduce_f32(%in, %out, reduction, group size)
 //
+// and likewise all_gather (`loom_rt_all_gather_f32(in, out, gather_dim,
+// group size)`) and reduce_scatter (`loom_rt_reduce_scatter_f32(in, out,
+// scatter_dim, reduction, group size)`).
+//
 // The runtime checks that the session's communicator spans `group size`
 // ranks. Reductions over part of a mesh (sub-groups) come with the
 // partitioner that creates them.
@@ -60,9 +64,29 @@ FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
   return size;
 }
 
-struct AllReduceBufferization
-    : BufferizableOpInterface::ExternalModel<AllReduceBufferization,
-                                             AllReduceOp> {
+/// The runtime function a collective calls and its i64 arguments after the
+/// two buffers (the group size follows them).
+struct KernelCall {
+  StringRef name;
+  SmallVector<int64_t> args;
+};
+KernelCall kernelFor(AllReduceOp op) {
+  return {"loom_rt_all_reduce_f32", {(int64_t)op.getReduction()}};
+}
+KernelCall kernelFor(AllGatherOp op) {
+  return {"loom_rt_all_gather_f32", {(int64_t)op.getGatherDim()}};
+}
+KernelCall kernelFor(ReduceScatterOp op) {
+  return {"loom_rt_reduce_scatter_f32",
+          {(int64_t)op.getScatterDim(), (int64_t)op.getReduction()}};
+}
+
+/// Bufferizes a collective into a call of the runtime: the operand's buffer
+/// is read, a fresh buffer of the result's shape is written.
+template <typename OpTy>
+struct CollectiveBufferization
+    : BufferizableOpInterface::ExternalModel<CollectiveBufferization<OpTy>,
+                                             OpTy> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
                               const AnalysisState &) const {
     return true;
@@ -80,18 +104,18 @@ struct AllReduceBufferization
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
                           const BufferizationOptions &options,
                           BufferizationState &state) const {
-    auto reduce = cast<AllReduceOp>(op);
-    auto type = cast<RankedTensorType>(reduce.getType());
+    auto collective = cast<OpTy>(op);
+    auto type = cast<RankedTensorType>(collective.getType());
     if (!type.getElementType().isF32())
       return op->emitOpError("on ")
              << type.getElementType()
              << " is not supported on the CPU yet (f32 is)";
     FailureOr<int64_t> size =
-        groupSize(op, reduce.getMesh(), reduce.getMeshAxes());
+        groupSize(op, collective.getMesh(), collective.getMeshAxes());
     if (failed(size))
       return failure();
     FailureOr<Value> input =
-        getBuffer(rewriter, reduce.getInput(), options, state);
+        getBuffer(rewriter, collective.getInput(), options, state);
     if (failed(input))
       return failure();
     Location loc = op->getLoc();
@@ -102,31 +126,31 @@ struct AllReduceBufferization
       return failure();
 
     // Any rank, any layout: the runtime reads sizes and strides.
-    int64_t dyn = ShapedType::kDynamic;
-    SmallVector<int64_t> dims(type.getRank(), dyn);
-    auto anyLayout = MemRefType::get(
-        dims, type.getElementType(),
-        StridedLayoutAttr::get(op->getContext(), dyn, dims));
     auto unranked = UnrankedMemRefType::get(type.getElementType(), 0);
     SmallVector<Value> args;
     for (Value buffer : {*input, *output}) {
+      int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
+      int64_t dyn = ShapedType::kDynamic;
+      SmallVector<int64_t> dims(rank, dyn);
+      auto anyLayout = MemRefType::get(
+          dims, type.getElementType(),
+          StridedLayoutAttr::get(op->getContext(), dyn, dims));
       Value strided = memref::CastOp::create(rewriter, loc, anyLayout, buffer);
       args.push_back(memref::CastOp::create(rewriter, loc, unranked, strided));
     }
-    args.push_back(arith::ConstantOp::create(
-        rewriter, loc,
-        rewriter.getI64IntegerAttr((int64_t)reduce.getReduction())));
-    args.push_back(arith::ConstantOp::create(
-        rewriter, loc, rewriter.getI64IntegerAttr(*size)));
+    KernelCall call = kernelFor(collective);
+    call.args.push_back(*size);
+    for (int64_t value : call.args)
+      args.push_back(arith::ConstantOp::create(
+          rewriter, loc, rewriter.getI64IntegerAttr(value)));
 
-    auto module = op->getParentOfType<ModuleOp>();
-    StringRef name = "loom_rt_all_reduce_f32";
-    auto callee = module.lookupSymbol<func::FuncOp>(name);
+    auto module = op->template getParentOfType<ModuleOp>();
+    auto callee = module.template lookupSymbol<func::FuncOp>(call.name);
     if (!callee) {
       OpBuilder::InsertionGuard guard(rewriter);
       rewriter.setInsertionPointToStart(module.getBody());
       callee = func::FuncOp::create(
-          rewriter, loc, name,
+          rewriter, loc, call.name,
           rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
       callee.setPrivate();
       callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
@@ -142,6 +166,11 @@ struct AllReduceBufferization
 void mlir::loom::registerCollectiveBufferizationModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, LoomDialect *) {
-    AllReduceOp::attachInterface<AllReduceBufferization>(*context);
+    AllReduceOp::attachInterface<CollectiveBufferization<AllReduceOp>>(
+        *context);
+    AllGatherOp::attachInterface<CollectiveBufferization<AllGatherOp>>(
+        *context);
+    ReduceScatterOp::attachInterface<
+        CollectiveBufferization<ReduceScatterOp>>(*context);
   });
 }

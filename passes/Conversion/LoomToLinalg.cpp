@@ -1800,11 +1800,12 @@ struct ConvertLoomToLinalgPass
       getOperation().emitError("lowering loom to linalg did not converge");
       return signalPassFailure();
     }
-    // What is left has no CPU lowering yet; say which ops, where. All-reduce
-    // becomes a runtime call during bufferization (CollectivesToRuntime.cpp).
+    // What is left has no CPU lowering yet; say which ops, where. All-reduce,
+    // all-gather and reduce-scatter become runtime calls during
+    // bufferization (CollectivesToRuntime.cpp).
     bool failedAny = false;
     getOperation().walk([&](Operation *op) {
-      if (isa<LoomDialect>(op->getDialect()) && !isa<MeshOp, AllReduceOp>(op)) {
+      if (isa<LoomDialect>(op->getDialect()) && !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";
         failedAny = true;
       }

@@ -30,3 +30,19 @@ func.func @integers(%x: tensor<4xi64>) -> tensor<4xi64> {
   %0 = loom.all_reduce sum %x on @mesh ["dp"] : tensor<4xi64>
   return %0 : tensor<4xi64>
 }
+
+// -----
+
+// All-gather passes its dimension, reduce-scatter its dimension and kind
+// (4 = avg), each before the group size; the results get their own shapes.
+// CHECK-LABEL: func @gather_and_scatter
+// CHECK: memref.alloc() {{.*}}: memref<2x8xf32>
+// CHECK: call @loom_rt_all_gather_f32(%{{.*}}, %{{.*}}, %c1{{.*}}, %c2{{.*}})
+// CHECK: memref.alloc() {{.*}}: memref<1x4xf32>
+// CHECK: call @loom_rt_reduce_scatter_f32(%{{.*}}, %{{.*}}, %c0{{.*}}, %c4{{.*}}, %c2{{.*}})
+loom.mesh @mesh = <dp = 2>
+func.func @gather_and_scatter(%x: tensor<2x4xf32>) -> (tensor<2x8xf32>, tensor<1x4xf32>) {
+  %0 = loom.all_gather %x on @mesh ["dp"] {gather_dim = 1 : i64} : tensor<2x4xf32> -> tensor<2x8xf32>
+  %1 = loom.reduce_scatter avg %x on @mesh ["dp"] {scatter_dim = 0 : i64} : tensor<2x4xf32> -> tensor<1x4xf32>
+  return %0, %1 : tensor<2x8xf32>, tensor<1x4xf32>
+}

@@ -86,10 +86,10 @@ func.func @dropout(%x: tensor<2x3xf32>, %step: tensor<i64>) -> (tensor<2x3xf32>,
 // -----
 
 loom.mesh @mesh = <dp = 2>
-func.func @collective_has_no_lowering_yet(%x: tensor<2x3x4xf32>) -> tensor<4x3x4xf32> {
-  // expected-error @+1 {{'loom.all_gather' op has no CPU lowering yet}}
-  %0 = loom.all_gather %x on @mesh ["dp"] {gather_dim = 0 : i64} : tensor<2x3x4xf32> -> tensor<4x3x4xf32>
-  return %0 : tensor<4x3x4xf32>
+func.func @collective_has_no_lowering_yet(%x: tensor<2x4x4xf32>) -> tensor<4x2x4xf32> {
+  // expected-error @+1 {{'loom.all_to_all' op has no CPU lowering yet}}
+  %0 = loom.all_to_all %x on @mesh ["dp"] {split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<2x4x4xf32> -> tensor<4x2x4xf32>
+  return %0 : tensor<4x2x4xf32>
 }
 
 // -----
