@@ -13,6 +13,7 @@
 #include <cblas.h>
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 namespace {
@@ -135,8 +136,13 @@ _mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
                                    (oh * strideH + kh * dilationH) * is[3] +
                                    kw * dilationW * is[4];
                 float *dst = row + oh * outW;
+                int64_t step = strideW * is[4];
+                if (step == 1) {
+                  std::memcpy(dst, src, outW * sizeof(float));
+                  continue;
+                }
                 for (int64_t ow = 0; ow < outW; ++ow)
-                  dst[ow] = src[ow * strideW * is[4]];
+                  dst[ow] = src[ow * step];
               }
             }
         cols = col;
