@@ -57,7 +57,7 @@ FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
       size *= extent;
   }
   if (size != all)
-    return op->emitOpError("reduces over part of mesh @")
+    return op->emitOpError("spans part of mesh @")
            << meshName << " (" << size << " of " << all
            << " devices); collectives over sub-groups are not supported on "
               "the CPU yet";
