@@ -57,6 +57,9 @@ struct Tensor {
   /// Index of the parameter or state this output replaces, or -1.
   int64_t updates = -1;
   std::string updatesName;
+  /// Mesh axes (indices into the session's mesh) splitting each dimension,
+  /// major to minor; empty when replicated.
+  std::vector<std::vector<size_t>> sharding;
   /// The memref descriptor: allocated and aligned pointers, offset, sizes,
   /// strides (all 8-byte words).
   std::vector<int64_t> descriptor;
@@ -84,8 +87,11 @@ struct loom_session_t {
   void (*entry)(void **) = nullptr;
   std::vector<Tensor> tensors;
   std::vector<void *> descriptors;
-  /// The distributed run this session joined, if any.
-  std::unique_ptr<loom::comm::Communicator> communicator;
+  /// The distributed run this session joined, if any; shared by every
+  /// session of the process (one process is one rank).
+  std::shared_ptr<loom::comm::Communicator> communicator;
+  /// The device mesh the bundle was partitioned for (empty: one device).
+  std::vector<std::pair<std::string, int64_t>> mesh;
 
   ~loom_session_t() {
     if (library)
@@ -206,6 +212,19 @@ static loom_status_t createSession(const std::string &dir,
                   std::istreambuf_iterator<char>());
   }
 
+  if (manifest.contains("mesh")) {
+    const auto &axes = manifest["mesh"];
+    if (!axes.is_array())
+      return bad("\"mesh\" must be a list of axes");
+    for (const auto &axis : axes) {
+      std::string name = axis.value("name", "");
+      int64_t size = axis.value("size", (int64_t)0);
+      if (name.empty() || size <= 0)
+        return bad("the mesh has an axis without a name or positive size");
+      session->mesh.emplace_back(name, size);
+    }
+  }
+
   for (const auto &arg : (*entry)["arguments"]) {
     Tensor t;
     t.name = arg.value("name", "");
@@ -255,6 +274,24 @@ static loom_status_t createSession(const std::string &dir,
     }
     if (t.kind == LOOM_TENSOR_OUTPUT && arg.contains("updates"))
       t.updatesName = arg.value("updates", "");
+    if (arg.contains("sharding")) {
+      const auto &dims = arg["sharding"];
+      if (!dims.is_array() || dims.size() != t.shape.size())
+        return bad("tensor \"" + t.name + "\" has a sharding of the wrong rank");
+      for (const auto &axes : dims) {
+        std::vector<size_t> indices;
+        for (const auto &axis : axes) {
+          auto it = std::find_if(
+              session->mesh.begin(), session->mesh.end(),
+              [&](const auto &a) { return axis.is_string() && a.first == axis; });
+          if (it == session->mesh.end())
+            return bad("tensor \"" + t.name +
+                       "\" is split over an axis the mesh does not have");
+          indices.push_back(it - session->mesh.begin());
+        }
+        t.sharding.push_back(std::move(indices));
+      }
+    }
     if (arg.contains("index_range")) {
       const auto &range = arg["index_range"];
       if (!range.is_array() || range.size() != 2 ||
@@ -322,15 +359,40 @@ static loom_status_t createSession(const std::string &dir,
                                  sizeof(options.distributed) &&
       options.distributed;
   if (distributed) {
-    try {
-      session->communicator =
-          loom::comm::connectGloo(loom::comm::rendezvousFromEnvironment());
-    } catch (const loom::comm::Error &e) {
-      return makeStatus(LOOM_STATUS_UNAVAILABLE,
-                        std::string("joining the distributed run: ") +
-                            e.what());
+    // Every session of this process shares the rank's communicator.
+    static std::weak_ptr<loom::comm::Communicator> processCommunicator;
+    session->communicator = processCommunicator.lock();
+    if (!session->communicator) {
+      try {
+        session->communicator =
+            loom::comm::connectGloo(loom::comm::rendezvousFromEnvironment());
+      } catch (const loom::comm::Error &e) {
+        return makeStatus(LOOM_STATUS_UNAVAILABLE,
+                          std::string("joining the distributed run: ") +
+                              e.what());
+      }
+      processCommunicator = session->communicator;
     }
   }
+  int64_t devices = 1;
+  std::string meshText;
+  for (const auto &[name, size] : session->mesh) {
+    devices *= size;
+    meshText += (meshText.empty() ? "" : ",") + name + "=" + std::to_string(size);
+  }
+  int worldSize = session->communicator ? session->communicator->size() : 1;
+  if (!session->mesh.empty() && devices != worldSize)
+    return makeStatus(
+        LOOM_STATUS_INVALID_ARGUMENT,
+        "the bundle is the program of one rank of " + std::to_string(devices) +
+            " (mesh " + meshText + "), but " +
+            (session->communicator
+                 ? "the run has " + std::to_string(worldSize) + " ranks"
+                 : std::string("the session is not part of a distributed "
+                               "run (start it with loom-run train --nproc " +
+                               std::to_string(devices) +
+                               ", or set loom_session_options_t."
+                               "distributed under a launcher)")));
   return nullptr;
 }
 
@@ -366,6 +428,38 @@ int loom_session_rank(const loom_session_t *session) {
 
 int loom_session_world_size(const loom_session_t *session) {
   return session && session->communicator ? session->communicator->size() : 1;
+}
+
+loom_status_t loom_session_tensor_shard(const loom_session_t *session,
+                                        size_t index, int32_t dim,
+                                        int64_t *out_index,
+                                        int64_t *out_count) {
+  if (!session || !out_index || !out_count ||
+      index >= session->tensors.size())
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "no tensor #" + std::to_string(index));
+  const Tensor &t = session->tensors[index];
+  if (dim < 0 || (size_t)dim >= t.shape.size())
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "tensor \"" + t.name + "\" has no dimension " +
+                          std::to_string(dim));
+  *out_index = 0;
+  *out_count = 1;
+  if (t.sharding.empty())
+    return nullptr;
+  // The rank's coordinate on every mesh axis (row-major, last axis fastest),
+  // then the block index over the dimension's axes, major first.
+  int64_t rank = loom_session_rank(session);
+  std::vector<int64_t> coords(session->mesh.size());
+  for (size_t a = session->mesh.size(); a-- > 0;) {
+    coords[a] = rank % session->mesh[a].second;
+    rank /= session->mesh[a].second;
+  }
+  for (size_t axis : t.sharding[dim]) {
+    *out_index = *out_index * session->mesh[axis].second + coords[axis];
+    *out_count *= session->mesh[axis].second;
+  }
+  return nullptr;
 }
 
 size_t loom_session_tensor_count(const loom_session_t *session) {

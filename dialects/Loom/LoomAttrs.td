@@ -68,6 +68,13 @@ def Loom_MeshAttr : Loom_Attr<"Mesh", "mesh"> {
   }];
   let parameters = (ins ArrayRefParameter<"::mlir::StringAttr">:$axisNames,
                         ArrayRefParameter<"int64_t">:$axisSizes);
+  // Defined out of line, so that passes can build meshes and shardings.
+  let skipDefaultBuilders = 1;
+  let builders = [
+    AttrBuilder<(ins "::llvm::ArrayRef<::mlir::StringAttr>":$axisNames,
+                     "::llvm::ArrayRef<int64_t>":$axisSizes), [{
+      return $_get($_ctxt, axisNames, axisSizes);
+    }]>];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -91,6 +98,13 @@ def Loom_ShardingAttr : Loom_Attr<"Sharding", "sharding"> {
   let parameters = (ins "::mlir::FlatSymbolRefAttr":$mesh,
                         "::mlir::ArrayAttr":$dimAxes,
                         "::mlir::ArrayAttr":$partialAxes);
+  let skipDefaultBuilders = 1;
+  let builders = [
+    AttrBuilder<(ins "::mlir::FlatSymbolRefAttr":$mesh,
+                     "::mlir::ArrayAttr":$dimAxes,
+                     "::mlir::ArrayAttr":$partialAxes), [{
+      return $_get($_ctxt, mesh, dimAxes, partialAxes);
+    }]>];
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -13,6 +13,8 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 
+#include "dialects/Loom/ShardingRule.h"
+
 #include "dialects/Loom/LoomDialect.h.inc"
 #include "dialects/Loom/LoomEnums.h.inc"
 
@@ -32,6 +34,9 @@ int64_t operandBytes(Operation *op);
 int64_t resultBytes(Operation *op);
 /// One FLOP per result element: the default for elementwise ops.
 int64_t defaultFlops(Operation *op);
+/// The sharding rule of a loom op (LoomShardingRules.cpp), or failure for ops
+/// without one.
+FailureOr<ShardingRule> shardingRuleOf(Operation *op);
 } // namespace mlir::loom::detail
 
 #include "dialects/Loom/LoomInterfaces.h.inc"

@@ -63,4 +63,25 @@ def Loom_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   ];
 }
 
+def Loom_ShardingRuleOpInterface : OpInterface<"ShardingRuleOpInterface"> {
+  let cppNamespace = "::mlir::loom";
+  let description = [{
+    How the op's operand and result dimensions relate, as factors (see
+    `ShardingRule.h`): which dimensions must be split alike, which factors
+    are summed over (partial results) and which must stay whole. Sharding
+    propagation (`loom-propagate-sharding`) and SPMD partitioning
+    (`loom-partition`) are built on it alone.
+
+    Failure means the op has no rule: every operand is gathered whole and the
+    results are replicated, which is always correct.
+  }];
+  let methods = [
+    InterfaceMethod<"the op's factors and how its dimensions are made of them",
+      "::mlir::FailureOr<::mlir::loom::ShardingRule>", "getShardingRule", (ins),
+      [{}], [{
+        return ::mlir::loom::detail::shardingRuleOf($_op.getOperation());
+      }]>,
+  ];
+}
+
 #endif // LOOM_INTERFACES

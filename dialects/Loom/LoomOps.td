@@ -19,10 +19,12 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 /// Every loom op implements the cost interface; `cost` names the methods the op
-/// defines itself instead of taking the interface's defaults.
+/// defines itself instead of taking the interface's defaults. Sharding rules
+/// live in LoomShardingRules.cpp, one function per op family.
 class Loom_Op<string mnemonic, list<Trait> traits = [], list<string> cost = []>
     : Op<Loom_Dialect, mnemonic,
-         !listconcat(traits, [DeclareOpInterfaceMethods<Loom_CostOpInterface, cost>])>;
+         !listconcat(traits, [DeclareOpInterfaceMethods<Loom_CostOpInterface, cost>,
+                              Loom_ShardingRuleOpInterface])>;
 
 def Loom_Tensor : RankedTensorOf<[AnyType]>;
 def Loom_FloatTensor : RankedTensorOf<[AnyFloat]>;

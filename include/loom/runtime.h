@@ -140,6 +140,14 @@ LOOM_API loom_status_t loom_session_create(const char *bundle_path,
  *  the number of ranks (1 if none). */
 LOOM_API int loom_session_rank(const loom_session_t *session);
 LOOM_API int loom_session_world_size(const loom_session_t *session);
+/** Where this rank's block of tensor `index` lies along dimension `dim` of
+ *  the whole (logical) tensor, for bundles compiled with `loomc --mesh`:
+ *  block *out_index of *out_count equal blocks (0 of 1 when the dimension is
+ *  not split). tensor_info's shape is the block's. */
+LOOM_API loom_status_t loom_session_tensor_shard(const loom_session_t *session,
+                                                 size_t index, int32_t dim,
+                                                 int64_t *out_index,
+                                                 int64_t *out_count);
 /** Frees the session and every buffer it owns; NULL is allowed. */
 LOOM_API void loom_session_destroy(loom_session_t *session);
 

@@ -106,6 +106,20 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
   }
 
+  if (!options.mesh.empty()) {
+    PassManager pm(module.get()->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    LoomShardInputsPassOptions shard;
+    shard.meshShape = options.mesh;
+    shard.dataAxis = options.dataAxis;
+    pm.addPass(createLoomShardInputsPass(shard));
+    pm.addPass(createLoomPropagateShardingPass());
+    pm.addPass(createLoomPartitionPass());
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+
   // Entry-point signatures (names, parameter values) are read from the loom
   // dialect, before lowering turns tensors into pointers.
   SmallVector<EntrySignature> entries;

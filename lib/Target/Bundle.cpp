@@ -124,6 +124,19 @@ makeArgument(Type type, DictionaryAttr attrs, EntryArgument::Kind kind,
   }
   if (auto updates = attrs ? attrs.getAs<StringAttr>("loom.update") : nullptr)
     arg.updates = updates.str();
+  if (auto sharding = attrs ? attrs.getAs<ShardingAttr>("loom.sharding")
+                            : nullptr) {
+    bool split = false;
+    for (unsigned d = 0; d < sharding.getDimAxes().size(); ++d) {
+      std::vector<std::string> axes;
+      for (StringRef axis : sharding.getAxesOfDim(d))
+        axes.push_back(axis.str());
+      split |= !axes.empty();
+      arg.sharding.push_back(std::move(axes));
+    }
+    if (!split)
+      arg.sharding.clear();
+  }
   return arg;
 }
 
@@ -172,6 +185,14 @@ mlir::loom::collectEntrySignatures(ModuleOp module) {
       continue;
     EntrySignature entry;
     entry.name = func.getSymName().str();
+    for (unsigned i = 0; i < func.getNumArguments() && entry.mesh.empty(); ++i)
+      if (auto sharding =
+              func.getArgAttrOfType<ShardingAttr>(i, "loom.sharding"))
+        if (auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+                func, sharding.getMesh()))
+          for (auto [name, size] : llvm::zip(mesh.getMesh().getAxisNames(),
+                                             mesh.getMesh().getAxisSizes()))
+            entry.mesh.emplace_back(name.str(), size);
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
       DictionaryAttr attrs = func.getArgAttrDict(i);
       bool isParam = attrs && attrs.get("loom.param") && attrs.get("loom.init");
@@ -422,6 +443,12 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
         obj["init"] = "zeros";
       if (!arg.updates.empty())
         obj["updates"] = arg.updates;
+      if (!arg.sharding.empty()) {
+        llvm::json::Array dims;
+        for (const std::vector<std::string> &axes : arg.sharding)
+          dims.push_back(llvm::json::Array(axes));
+        obj["sharding"] = std::move(dims);
+      }
       if (arg.indexMin && arg.indexMax) {
         obj["index_range"] = llvm::json::Array{*arg.indexMin, *arg.indexMax};
         obj["index_meaning"] = arg.indexMeaning;
@@ -450,6 +477,15 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
       {"library", "model.so"},
       {"parameters_file", "params.bin"},
       {"entry_points", std::move(jsonEntries)}};
+  for (const EntrySignature &entry : entries) {
+    if (entry.mesh.empty())
+      continue;
+    llvm::json::Array axes;
+    for (const auto &[name, size] : entry.mesh)
+      axes.push_back(llvm::json::Object{{"name", name}, {"size", size}});
+    manifest["mesh"] = std::move(axes);
+    break;
+  }
   if (training) {
     llvm::json::Object config;
     for (NamedAttribute attr : training) {

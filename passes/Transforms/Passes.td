@@ -125,4 +125,88 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
   ];
 }
 
+def LoomShardInputsPass : Pass<"loom-shard-inputs", "::mlir::ModuleOp"> {
+  let summary = "declares the device mesh and splits the data inputs over its data axis";
+  let description = [{
+    Adds `loom.mesh @mesh` with the axes of `mesh` and gives every data input
+    (`loom.input` argument of a public function) the sharding that splits
+    dimension 0 over `data-axis`. Parameters and optimizer state stay
+    replicated. This is what `loomc --mesh dp=N` starts data parallelism with.
+
+    Input (`--loom-shard-inputs="mesh=dp=2"`):
+    ```mlir
+    func.func @train_step(%x: tensor<8x4xf32> {loom.input = "x"}, %w: tensor<4x2xf32> {loom.param = "w"}) ...
+    ```
+    Output:
+    ```mlir
+    loom.mesh @mesh = <dp = 2>
+    func.func @train_step(%x: tensor<8x4xf32> {loom.input = "x", loom.sharding = #loom.sharding<@mesh, [{dp}, {} ]>}, %w: ...) ...
+    ```
+    A batch that the axis does not divide is an error naming the input.
+  }];
+  let options = [
+    Option<"meshShape", "mesh", "std::string", "\"dp=1\"",
+           "mesh axes and sizes, e.g. dp=4 or dp=2,tp=2">,
+    Option<"dataAxis", "data-axis", "std::string", "\"dp\"",
+           "the mesh axis the batch is split over">,
+  ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomPropagateShardingPass : Pass<"loom-propagate-sharding", "::mlir::ModuleOp"> {
+  let summary = "gives every value a sharding from the arguments' through the ops' sharding rules";
+  let description = [{
+    For every function with sharded arguments (`loom.sharding`), carries the
+    splits through the graph with `ShardingRuleOpInterface`: a factor split
+    in one operand or result is split alike in the others, forwards and
+    backwards until nothing changes. Ops get `loom.sharding`, an array with
+    the sharding of each result (omitted when all are replicated). Arguments
+    keep their shardings; ops without a rule compute whole.
+
+    Losses averaged over labels with ignore_index are first rewritten as a
+    sum divided by the count of kept labels, so both can be summed across
+    devices.
+
+    Input:
+    ```mlir
+    loom.mesh @mesh = <dp = 2>
+    func.func @f(%x: tensor<8x4xf32> {loom.sharding = #loom.sharding<@mesh, [{dp}, {} ]>}, %w: tensor<4x2xf32>) -> tensor<8x2xf32> {
+      %y = loom.matmul %x, %w : (tensor<8x4xf32>, tensor<4x2xf32>) -> tensor<8x2xf32>
+      return %y : tensor<8x2xf32>
+    }
+    ```
+    Output: the matmul carries
+    `{loom.sharding = [#loom.sharding<@mesh, [{dp}, {} ]>]}`.
+
+    A split that does not divide a dimension an op needs (for example a
+    reshape that splits a batch of 8 into 2x4 under dp=4) is an error at
+    that op, which is the ONNX node's location.
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomPartitionPass : Pass<"loom-partition", "::mlir::ModuleOp"> {
+  let summary = "turns sharded functions into the program one device runs";
+  let description = [{
+    After `loom-propagate-sharding`: every tensor becomes its local block
+    (arguments, results and ops), operands split otherwise than an op's
+    sharding rule needs are gathered with `loom.all_gather`, and ops that sum
+    over a split factor get a `loom.all_reduce` (sum, or avg for means) of
+    their partial results. In data parallelism these are the gradient
+    all-reduces: weight gradients contract over the split batch.
+
+    Input: the output of the example of `loom-propagate-sharding`. Output:
+    ```mlir
+    func.func @f(%x: tensor<4x4xf32> {loom.sharding = ...}, %w: tensor<4x2xf32>) -> (tensor<4x2xf32> {loom.sharding = #loom.sharding<@mesh, [{dp}, {} ]>}) {
+      %y = loom.matmul %x, %w : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+      return %y : tensor<4x2xf32>
+    }
+    ```
+    Every device runs the same collectives in the same order. Splitting a
+    whole value that is not a splat constant (the output of an op without a
+    sharding rule, such as dropout) is reported as an error.
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 #endif // LOOM_TRANSFORMS_PASSES

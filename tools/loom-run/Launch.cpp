@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Launch.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -69,11 +71,16 @@ std::string describe(int status) {
 } // namespace
 
 int runLaunch() {
+  return launchRanks(nproc, masterPort, killAfter,
+                     std::vector<std::string>(command.begin(), command.end()));
+}
+
+int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
+                std::vector<std::string> args) {
   if (nproc < 1)
     return launchError("--nproc must be at least 1");
   if (masterPort > 65535)
-    return launchError("--master-port " + Twine(masterPort.getValue()) +
-                       " is not a port");
+    return launchError("--master-port " + Twine(masterPort) + " is not a port");
   SmallString<128> store;
   if (!masterPort) {
     if (std::error_code ec =
@@ -82,7 +89,6 @@ int runLaunch() {
                          ec.message());
   }
 
-  std::vector<std::string> args(command.begin(), command.end());
   std::vector<char *> argv;
   for (std::string &arg : args)
     argv.push_back(arg.data());
@@ -97,12 +103,11 @@ int runLaunch() {
     if (pid == 0) {
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-      ::setenv("WORLD_SIZE", std::to_string(nproc.getValue()).c_str(), 1);
+      ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
       if (masterPort) {
         ::setenv("LOOM_STORE", "tcp", 1);
         ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-        ::setenv("MASTER_PORT", std::to_string(masterPort.getValue()).c_str(),
-                 1);
+        ::setenv("MASTER_PORT", std::to_string(masterPort).c_str(), 1);
       } else {
         ::setenv("LOOM_STORE", ("file:" + store).str().c_str(), 1);
       }
@@ -150,7 +155,7 @@ int runLaunch() {
     for (auto &[p, r] : ranks)
       ::kill(p, SIGTERM);
     deadline = std::chrono::steady_clock::now() +
-               std::chrono::seconds(killAfter.getValue());
+               std::chrono::seconds(killAfter);
   }
   if (!store.empty())
     (void)sys::fs::remove_directories(store);

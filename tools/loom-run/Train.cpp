@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Launch.h"
 #include "Plot.h"
 #include "Training.h"
 #include "loom/runtime.h"
@@ -142,6 +143,29 @@ static cl::opt<std::string>
                cl::value_desc("DIR"), cl::sub(trainCommand),
                cl::cat(trainCategory));
 
+static cl::OptionCategory distributedCategory("loom-run train: several ranks");
+static cl::opt<unsigned>
+    nprocs("nproc",
+           cl::desc("Start this many local ranks of a bundle compiled with "
+                    "loomc --mesh (each takes its slice of every batch); "
+                    "under a torchrun-style launcher (WORLD_SIZE set) the "
+                    "ranks are already there and this is not needed"),
+           cl::init(0), cl::sub(trainCommand), cl::cat(distributedCategory));
+static cl::opt<unsigned>
+    trainMasterPort("master-port",
+                    cl::desc("With --nproc: rendezvous through a TCP store on "
+                             "this port (default: a file store)"),
+                    cl::init(0), cl::sub(trainCommand),
+                    cl::cat(distributedCategory));
+static cl::opt<unsigned>
+    rankTimeout("timeout",
+                cl::desc("With --nproc: seconds a rank waits for the others "
+                         "(rendezvous, collectives) before failing, and that "
+                         "the others get to stop after one fails (default "
+                         "60)"),
+                cl::init(60), cl::sub(trainCommand),
+                cl::cat(distributedCategory));
+
 namespace {
 
 int fail(const Twine &message) {
@@ -259,12 +283,35 @@ std::string formatDuration(double seconds) {
 
 } // namespace
 
-int runTrain() {
+int runTrain(int argc, char **argv) {
+  // Several ranks: start them, each running this command without --nproc.
+  const char *worldSize = std::getenv("WORLD_SIZE");
+  bool distributed = worldSize && std::atoi(worldSize) > 1;
+  if (nprocs > 1 && !distributed) {
+    std::vector<std::string> args{"/proc/self/exe"};
+    for (int i = 1; i < argc; ++i) {
+      StringRef arg(argv[i]);
+      if (arg == "--nproc" || arg == "-nproc" || arg == "--master-port" ||
+          arg == "-master-port") {
+        ++i;
+        continue;
+      }
+      if (arg.starts_with("--nproc=") || arg.starts_with("-nproc=") ||
+          arg.starts_with("--master-port=") || arg.starts_with("-master-port="))
+        continue;
+      args.push_back(arg.str());
+    }
+    ::setenv("LOOM_TIMEOUT_SEC", std::to_string(rankTimeout.getValue()).c_str(),
+             1);
+    return launchRanks(nprocs, trainMasterPort, rankTimeout, args);
+  }
+
   // Sessions.
   auto open = [&](const char *entry, Session &out) -> std::string {
     loom_session_options_t options;
     loom_session_options_initialize(&options);
     options.entry_point = entry;
+    options.distributed = distributed;
     loom_session_t *s = nullptr;
     std::string error = take(loom_session_create(bundle.c_str(), &options, &s));
     out.reset(s);
@@ -357,7 +404,10 @@ int runTrain() {
         !addArray(tokenTarget, std::move(targets), tokens))
       return 1;
   }
-  int64_t compiledBatch = -1;
+  // With a mesh, each rank's inputs are one block of the global batch.
+  int rank = loom_session_rank(train.get());
+  int world = loom_session_world_size(train.get());
+  int64_t compiledBatch = -1, shardIndex = 0, shardCount = 1;
   for (auto &[name, t] : tensors) {
     if (t.info.kind != LOOM_TENSOR_INPUT)
       continue;
@@ -367,10 +417,40 @@ int runTrain() {
                   name + "=FILE.npy");
     if (t.info.rank == 0)
       return fail("input \"" + name + "\" has no batch dimension");
-    if (compiledBatch >= 0 && t.info.shape[0] != compiledBatch)
+    int64_t index = 0, count = 1;
+    if (std::string e = take(loom_session_tensor_shard(train.get(), t.index, 0,
+                                                       &index, &count));
+        !e.empty())
+      return fail(e);
+    int64_t global = t.info.shape[0] * count;
+    if (compiledBatch >= 0 &&
+        (global != compiledBatch || index != shardIndex || count != shardCount))
       return fail("the inputs of train_step disagree on the batch size");
-    compiledBatch = t.info.shape[0];
+    compiledBatch = global;
+    shardIndex = index;
+    shardCount = count;
   }
+  if (world > 1 && shardCount == 1)
+    return fail(bundle + " was compiled for one device; compile it with "
+                         "loomc --mesh dp=" + std::to_string(world) +
+                " to train on " + std::to_string(world) + " ranks");
+  // Only rank 0 prints, writes metrics, plots and checkpoints.
+  bool leader = rank == 0;
+  raw_ostream &log = leader ? outs() : nulls();
+  /// Sets the inputs of `session` from a loader's global batch.
+  auto bind = [&](loom_session_t *session,
+                  std::map<std::string, TensorInfo> &named,
+                  const std::vector<std::vector<char>> &buffers) -> std::string {
+    for (size_t i = 0; i < data.names.size(); ++i) {
+      size_t block = buffers[i].size() / shardCount;
+      if (std::string e = take(loom_session_set_tensor(
+              session, named[data.names[i]].index,
+              buffers[i].data() + block * shardIndex, block));
+          !e.empty())
+        return e;
+    }
+    return "";
+  };
   if (batchSize && batchSize != compiledBatch)
     return fail("the bundle was compiled for batch size " +
                 std::to_string(compiledBatch) + ", not " +
@@ -452,7 +532,7 @@ int runTrain() {
     bestVal = ckpt.numbers.count("best_val_loss") ? number("best_val_loss")
                                                   : bestVal;
     loader.seek({(int64_t)number("epoch"), (int64_t)number("batch")});
-    outs() << "resumed from " << resume << " at step " << step << "\n";
+    log << "resumed from " << resume << " at step " << step << "\n";
   }
 
   auto saveCheckpoint = [&](const std::string &file) -> bool {
@@ -492,6 +572,8 @@ int runTrain() {
     }
     return true;
   };
+  if (!leader)
+    checkpointDir.setValue("");
   if (!checkpointDir.empty())
     if (std::error_code ec = sys::fs::create_directories(checkpointDir))
       return fail("cannot create " + checkpointDir + ": " + ec.message());
@@ -520,13 +602,9 @@ int runTrain() {
     train::DataLoader valLoader(data, valSamples, batch, false, seed, 1);
     double sum = 0;
     for (int64_t b = 0; b < valLoader.batchesPerEpoch(); ++b) {
-      std::vector<std::vector<char>> buffers = valLoader.next();
-      for (size_t i = 0; i < data.names.size(); ++i)
-        if (std::string e = take(loom_session_set_tensor(
-                eval.get(), evalTensors[data.names[i]].index,
-                buffers[i].data(), buffers[i].size()));
-            !e.empty())
-          return fail(e), false;
+      if (std::string e = bind(eval.get(), evalTensors, valLoader.next());
+          !e.empty())
+        return fail(e), false;
       if (std::string e = take(loom_session_run(eval.get())); !e.empty())
         return fail(e), false;
       sum += scalarOf(eval.get(), evalTensors["loss"].index);
@@ -538,7 +616,7 @@ int runTrain() {
   // Metrics.
   std::ofstream metrics;
   bool csv = StringRef(metricsPath).ends_with(".csv");
-  if (!metricsPath.empty()) {
+  if (!metricsPath.empty() && leader) {
     metrics.open(metricsPath, resume.empty() ? std::ios::trunc : std::ios::app);
     if (!metrics)
       return fail("cannot write " + metricsPath);
@@ -588,19 +666,17 @@ int runTrain() {
   auto started = std::chrono::steady_clock::now();
   int64_t firstStep = step;
   bool stopped = false;
-  outs() << "training " << bundle << ": " << trainSamples.size()
-         << " samples (" << perEpoch << " batches of " << batch
-         << " per epoch), " << heldOut << " held out, steps " << step + 1
-         << ".." << totalSteps << "\n";
+  log << "training " << bundle << ": " << trainSamples.size() << " samples ("
+      << perEpoch << " batches of " << batch << " per epoch), " << heldOut
+      << " held out, steps " << step + 1 << ".." << totalSteps;
+  if (world > 1)
+    log << ", " << world << " ranks of " << batch / shardCount
+        << " samples each";
+  log << "\n";
   while (step < totalSteps && !stopped) {
     int64_t epoch = loader.position().epoch;
-    std::vector<std::vector<char>> buffers = loader.next();
-    for (size_t i = 0; i < data.names.size(); ++i)
-      if (std::string e = take(loom_session_set_tensor(
-              train.get(), tensors[data.names[i]].index, buffers[i].data(),
-              buffers[i].size()));
-          !e.empty())
-        return fail(e);
+    if (std::string e = bind(train.get(), tensors, loader.next()); !e.empty())
+      return fail(e);
     auto runStart = std::chrono::steady_clock::now();
     if (std::string e = take(loom_session_run(train.get())); !e.empty())
       return fail(e);
@@ -623,15 +699,15 @@ int runTrain() {
                   "(loomc --clip-grad-norm)");
     if (step % every == 0 || step == totalSteps || step == firstStep + 1) {
       double eta = elapsed / (step - firstStep) * (totalSteps - step);
-      outs() << format("step %lld/%lld | epoch %lld | loss %.6f",
-                       (long long)step, (long long)totalSteps,
-                       (long long)epoch, loss);
+      log << format("step %lld/%lld | epoch %lld | loss %.6f",
+                    (long long)step, (long long)totalSteps, (long long)epoch,
+                    loss);
       if (lrIndex)
-        outs() << format(" | lr %.3g", lr);
-      outs() << format(" | %.0f samples/s", rate);
+        log << format(" | lr %.3g", lr);
+      log << format(" | %.0f samples/s", rate);
       if (tokensPerSample)
-        outs() << format(" | %.0f tokens/s", rate * tokensPerSample);
-      outs() << " | ETA " << formatDuration(eta) << "\n";
+        log << format(" | %.0f tokens/s", rate * tokensPerSample);
+      log << " | ETA " << formatDuration(eta) << "\n";
     }
     bool evalNow = heldOut > 0 &&
                    ((evalEvery > 0 && step % evalEvery == 0) ||
@@ -643,18 +719,17 @@ int runTrain() {
       record(step, epoch, NAN, NAN, NAN, val, NAN);
       valCurve.points.push_back({(double)step, val});
       bool improved = val < bestVal - minDelta;
-      outs() << format("eval at step %lld: val_loss %.6f", (long long)step,
-                       val)
-             << (improved ? " (best)" : "") << "\n";
+      log << format("eval at step %lld: val_loss %.6f", (long long)step, val)
+          << (improved ? " (best)" : "") << "\n";
       if (improved) {
         bestVal = val;
         badEvals = 0;
         if (!checkpointDir.empty() && !saveCheckpoint("best.ckpt"))
           return 1;
       } else if (patience > 0 && ++badEvals >= patience) {
-        outs() << "early stopping: no improvement in " << badEvals
-               << " evaluations (best val_loss " << format("%.6f", bestVal)
-               << ")\n";
+        log << "early stopping: no improvement in " << badEvals
+            << " evaluations (best val_loss " << format("%.6f", bestVal)
+            << ")\n";
         stopped = true;
       }
     }
@@ -665,6 +740,8 @@ int runTrain() {
         return 1;
   }
 
+  if (!leader)
+    return 0;
   if (!plotPath.empty()) {
     std::vector<Curve> curves{trainCurve};
     if (!valCurve.points.empty())

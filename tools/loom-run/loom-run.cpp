@@ -188,7 +188,7 @@ static int runInfer() {
 }
 
 extern cl::SubCommand trainCommand;
-int runTrain();
+int runTrain(int argc, char **argv);
 extern cl::SubCommand launchCommand;
 int runLaunch();
 
@@ -199,7 +199,7 @@ int main(int argc, char **argv) {
   if (inferCommand)
     return runInfer();
   if (trainCommand)
-    return runTrain();
+    return runTrain(argc, argv);
   if (launchCommand)
     return runLaunch();
   return fail(

@@ -130,6 +130,18 @@ static cl::opt<int64_t>
                               "with their mean (default 1)"),
                      cl::init(1), cl::cat(trainCategory));
 
+static cl::OptionCategory parallelCategory("Parallelism");
+static cl::opt<std::string>
+    mesh("mesh",
+         cl::desc("Device mesh, e.g. dp=4 or dp=2,tp=2: the bundle is the "
+                  "program of one rank of a run on that many processes, each "
+                  "taking its slice of the batch (loom-run train --nproc)"),
+         cl::value_desc("AXIS=SIZE,..."), cl::cat(parallelCategory));
+static cl::opt<std::string>
+    dataAxis("data-axis",
+             cl::desc("Mesh axis the batch is split over (default dp)"),
+             cl::init("dp"), cl::cat(parallelCategory));
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
@@ -195,6 +207,9 @@ int main(int argc, char **argv) {
     t.accumulate = gradAccumulation;
     options.train = t;
   }
+
+  options.mesh = mesh;
+  options.dataAxis = dataAxis;
 
   mlir::DialectRegistry registry;
   mlir::loom::registerAllDialects(registry);

@@ -70,6 +70,10 @@ struct CompilerOptions {
   OnnxImportOptions import;
   /// Set: build `train_step` and `eval_step` from the forward function.
   std::optional<TrainOptions> train;
+  /// Data parallelism: the device mesh ("dp=4", "dp=2,tp=2"; empty: one
+  /// device) and the axis the batch of every data input is split over.
+  std::string mesh;
+  std::string dataAxis = "dp";
 };
 
 /// Loads `options.inputPath`: `.mlir` files are parsed, anything else is

@@ -54,11 +54,18 @@ struct EntryArgument {
   /// bounds. `indexMeaning` says what the indices select.
   std::optional<int64_t> indexMin, indexMax, ignoreIndex;
   std::string indexMeaning;
+  /// How the tensor is split over the mesh (`loom.sharding`): the mesh axes
+  /// of every dimension, major to minor; empty when replicated. `shape` is
+  /// then one rank's block.
+  std::vector<std::vector<std::string>> sharding;
 };
 
 struct EntrySignature {
   std::string name;
   std::vector<EntryArgument> arguments;
+  /// The device mesh the entry point was partitioned for (axis names and
+  /// sizes), empty for a single device.
+  std::vector<std::pair<std::string, int64_t>> mesh;
 };
 
 /// Reads the entry points of a module in the loom dialect (before lowering):

@@ -1,0 +1,225 @@
+//===- PropagateSharding.cpp - carry shardings through the graph ----------===//
+//
+// Starting from the shardings of function arguments (`loom.sharding`), gives
+// every op result a sharding by the ops' sharding rules: a factor split in
+// one operand or result is split alike in the others, forwards and backwards,
+// until nothing changes. Arguments keep theirs (parameters stay replicated
+// unless annotated); values computed by ops without a rule stay replicated.
+// The result is an annotation only: `loom-partition` makes it real.
+//
+// Losses that average over labels with ignore_index (their divisor depends on
+// the labels) are first rewritten into a sum divided by a count, so that both
+// can be summed across devices.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/Transforms/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/SmallSet.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMPROPAGATESHARDINGPASS
+#include "passes/Transforms/Passes.h.inc"
+
+using namespace sharding;
+
+namespace {
+
+/// `loss mean` with ignore_index becomes `sum / count(labels != ignore)`.
+template <typename LossOp>
+void splitMeanLoss(LossOp op) {
+  if (op.getReduction() != LossReduction::Mean || !op.getIgnoreIndex() ||
+      op.getWeight())
+    return;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  OperationState state(loc, op->getName(), op->getOperands(),
+                       op->getResultTypes(), op->getAttrs());
+  Operation *sum = b.create(state);
+  sum->setAttr("reduction",
+               LossReductionAttr::get(b.getContext(), LossReduction::Sum));
+  Value labels = op->getOperand(1);
+  auto labelType = cast<RankedTensorType>(labels.getType());
+  Value ignore = ConstantOp::create(
+      b, loc, RankedTensorType::get({}, labelType.getElementType()),
+      static_cast<double>(*op.getIgnoreIndex()));
+  Value kept = NotOp::create(b, loc, EqualOp::create(b, loc, labels, ignore));
+  Type lossElement = getElementTypeOrSelf(op->getResult(0).getType());
+  Value keptF = CastOp::create(b, loc, labelType.clone(lossElement), kept);
+  Value count = ReduceSumOp::create(b, loc, keptF, b.getDenseI64ArrayAttr({}));
+  Value mean = DivOp::create(b, loc, sum->getResult(0), count);
+  op->getResult(0).replaceAllUsesWith(mean);
+  for (unsigned r = 1; r < op->getNumResults(); ++r)
+    op->getResult(r).replaceAllUsesWith(sum->getResult(r));
+  op->erase();
+}
+
+class Propagator {
+public:
+  Propagator(func::FuncOp func, FlatSymbolRefAttr meshRef, MeshAttr mesh)
+      : func(func), meshRef(meshRef), mesh(mesh) {}
+
+  LogicalResult run() {
+    for (BlockArgument arg : func.getArguments()) {
+      auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
+                                                      kShardingAttr);
+      axesOf[arg] = attr ? dimAxesOf(attr) : replicated(arg.getType());
+    }
+    SmallVector<Operation *> ops;
+    func.walk([&](Operation *op) {
+      if (op != func)
+        ops.push_back(op);
+    });
+    for (Operation *op : ops)
+      for (Value result : op->getResults())
+        axesOf[result] = replicated(result.getType());
+    // Forward then backward sweeps until a fixed point; each change splits
+    // one more dimension, so this ends.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (Operation *op : ops)
+        if (failed(visit(op, changed)))
+          return failure();
+      for (Operation *op : llvm::reverse(ops))
+        if (failed(visit(op, changed)))
+          return failure();
+    }
+    MLIRContext *context = func.getContext();
+    for (Operation *op : ops) {
+      if (op->getNumResults() == 0 ||
+          llvm::all_of(op->getResults(),
+                       [&](Value v) { return isReplicated(axesOf[v]); }))
+        continue;
+      SmallVector<Attribute> attrs;
+      for (Value result : op->getResults())
+        attrs.push_back(toAttr(context, meshRef, axesOf[result]));
+      op->setAttr(kShardingAttr, ArrayAttr::get(context, attrs));
+    }
+    return success();
+  }
+
+private:
+  /// Values whose sharding propagation may choose: results of ops with a
+  /// rule (block arguments are fixed, ops without a rule compute whole).
+  bool isOpen(Value value) {
+    Operation *def = value.getDefiningOp();
+    auto iface = dyn_cast_or_null<ShardingRuleOpInterface>(def);
+    return iface && succeeded(iface.getShardingRule());
+  }
+
+  LogicalResult visit(Operation *op, bool &changed) {
+    auto iface = dyn_cast<ShardingRuleOpInterface>(op);
+    if (!iface)
+      return success();
+    FailureOr<ShardingRule> rule = iface.getShardingRule();
+    if (failed(rule))
+      return success();
+    SmallVector<Axes> factorAxes(rule->factors.size());
+    auto used = [&](StringAttr axis) {
+      return llvm::any_of(factorAxes,
+                          [&](const Axes &a) { return llvm::is_contained(a, axis); });
+    };
+    // Which factors are split, from what the operands and results hold.
+    auto collect = [&](Value value, const ShardingRule::ValueFactors &factors,
+                       StringRef role, unsigned index) -> LogicalResult {
+      const DimAxes &axes = axesOf[value];
+      for (auto [d, dimFactors] : llvm::enumerate(factors)) {
+        if (dimFactors.empty() || axes[d].empty())
+          continue;
+        int64_t f = dimFactors.front();
+        if (rule->factors[f].kind == FactorKind::Opaque ||
+            !factorAxes[f].empty() || llvm::any_of(axes[d], used))
+          continue;
+        int64_t size = groupSize(mesh, axes[d]);
+        if (rule->factors[f].size % size != 0) {
+          int64_t dimSize = cast<RankedTensorType>(value.getType()).getDimSize(d);
+          InFlightDiagnostic diag = op->emitError()
+                                    << "mesh axis " << axesText(axes[d])
+                                    << " of size " << size
+                                    << " does not divide ";
+          if (dimFactors.size() > 1)
+            diag << "the leading part (size " << rule->factors[f].size
+                 << ") of ";
+          diag << "dimension " << d << " (size " << dimSize << ") of " << role
+               << " #" << index;
+          return diag;
+        }
+        factorAxes[f] = axes[d];
+      }
+      return success();
+    };
+    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+      if (failed(collect(operand, rule->operands[i], "operand", i)))
+        return failure();
+    for (auto [r, result] : llvm::enumerate(op->getResults()))
+      if (failed(collect(result, rule->results[r], "result", r)))
+        return failure();
+
+    // Splits the undecided dimensions of open values alike.
+    auto assign = [&](Value value, const ShardingRule::ValueFactors &factors) {
+      if (!isOpen(value))
+        return;
+      DimAxes &axes = axesOf[value];
+      for (auto [d, dimFactors] : llvm::enumerate(factors)) {
+        if (dimFactors.empty() || !axes[d].empty())
+          continue;
+        const Axes &split = factorAxes[dimFactors.front()];
+        if (split.empty())
+          continue;
+        bool clash = llvm::any_of(axes, [&](const Axes &other) {
+          return llvm::any_of(split, [&](StringAttr a) {
+            return llvm::is_contained(other, a);
+          });
+        });
+        if (clash)
+          continue;
+        axes[d] = split;
+        changed = true;
+      }
+    };
+    for (auto [r, result] : llvm::enumerate(op->getResults()))
+      assign(result, rule->results[r]);
+    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+      assign(operand, rule->operands[i]);
+    return success();
+  }
+
+  func::FuncOp func;
+  FlatSymbolRefAttr meshRef;
+  MeshAttr mesh;
+  DenseMap<Value, DimAxes> axesOf;
+};
+
+struct LoomPropagateShardingPass
+    : impl::LoomPropagateShardingPassBase<LoomPropagateShardingPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    for (auto func : module.getOps<func::FuncOp>()) {
+      ShardingAttr first;
+      for (unsigned i = 0; i < func.getNumArguments() && !first; ++i)
+        first = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
+      if (!first)
+        continue;
+      auto meshOp = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
+          func, first.getMesh());
+      if (!meshOp) {
+        func.emitError() << "sharding refers to " << first.getMesh()
+                         << ", which is not a loom.mesh";
+        return signalPassFailure();
+      }
+      func.walk([](Operation *op) {
+        if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
+          splitMeanLoss(loss);
+        else if (auto loss = dyn_cast<NllLossOp>(op))
+          splitMeanLoss(loss);
+      });
+      if (failed(Propagator(func, first.getMesh(), meshOp.getMesh()).run()))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::loom

@@ -1,0 +1,63 @@
+//===- Sharding.cpp - helpers shared by the sharding passes ---------------===//
+
+#include "passes/Transforms/Sharding.h"
+
+using namespace mlir;
+using namespace mlir::loom;
+
+sharding::DimAxes sharding::dimAxesOf(ShardingAttr attr) {
+  DimAxes result;
+  for (Attribute dim : attr.getDimAxes()) {
+    Axes axes;
+    for (Attribute axis : cast<ArrayAttr>(dim))
+      axes.push_back(cast<StringAttr>(axis));
+    result.push_back(std::move(axes));
+  }
+  return result;
+}
+
+sharding::DimAxes sharding::replicated(Type type) {
+  auto ranked = dyn_cast<RankedTensorType>(type);
+  return DimAxes(ranked ? ranked.getRank() : 0);
+}
+
+bool sharding::isReplicated(const DimAxes &axes) {
+  return llvm::all_of(axes, [](const Axes &a) { return a.empty(); });
+}
+
+ArrayAttr sharding::toArrayAttr(MLIRContext *context,
+                                ArrayRef<StringAttr> axes) {
+  return ArrayAttr::get(context, SmallVector<Attribute>(axes.begin(),
+                                                        axes.end()));
+}
+
+ShardingAttr sharding::toAttr(MLIRContext *context, FlatSymbolRefAttr mesh,
+                              const DimAxes &axes) {
+  SmallVector<Attribute> dims;
+  for (const Axes &dim : axes)
+    dims.push_back(toArrayAttr(context, dim));
+  return ShardingAttr::get(context, mesh, ArrayAttr::get(context, dims),
+                           ArrayAttr::get(context, {}));
+}
+
+int64_t sharding::groupSize(MeshAttr mesh, ArrayRef<StringAttr> axes) {
+  int64_t size = 1;
+  for (StringAttr axis : axes)
+    size *= mesh.getAxisSize(axis.getValue()).value_or(1);
+  return size;
+}
+
+RankedTensorType sharding::localType(RankedTensorType type,
+                                     const DimAxes &axes, MeshAttr mesh) {
+  SmallVector<int64_t> shape(type.getShape());
+  for (auto [d, dim] : llvm::enumerate(axes))
+    shape[d] /= groupSize(mesh, dim);
+  return type.clone(shape);
+}
+
+std::string sharding::axesText(ArrayRef<StringAttr> axes) {
+  std::string text = "{";
+  for (auto [i, axis] : llvm::enumerate(axes))
+    text += (i ? ", " : "") + axis.getValue().str();
+  return text + "}";
+}
