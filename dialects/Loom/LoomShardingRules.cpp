@@ -300,6 +300,29 @@ ShardingRule elementsRule(Operation *op, int64_t axis) {
   return std::move(b.rule);
 }
 
+/// scatter_elements: as gather_elements, except that an add into zeros (an
+/// embedding gradient) is a sum over the updates' rows, which devices can
+/// each do for their own rows and then add up.
+ShardingRule scatterRule(ScatterElementsOp op) {
+  auto axis = static_cast<int64_t>(op.getAxis());
+  ShardingRule rule = elementsRule(op, axis);
+  auto zeros = op.getInput().getDefiningOp<ConstantOp>();
+  auto dense = zeros ? dyn_cast<DenseElementsAttr>(zeros.getValue())
+                     : DenseElementsAttr();
+  bool intoZeros = dense && dense.isSplat() &&
+                   isa<FloatType>(dense.getElementType()) &&
+                   dense.getSplatValue<APFloat>().isZero();
+  if (op.getReduction() != ScatterReduction::Add || !intoZeros)
+    return rule;
+  int64_t rows = op.getUpdates().getType().getDimSize(axis);
+  if (rows == 1)
+    return rule;
+  int64_t f = rule.addFactor(rows, FactorKind::Reduction);
+  rule.operands[1][axis].push_back(f);
+  rule.operands[2][axis].push_back(f);
+  return rule;
+}
+
 ShardingRule oneHotRule(OneHotOp op) {
   RuleBuilder b(op);
   auto indices = op.getIndices().getType();
@@ -489,7 +512,7 @@ FailureOr<ShardingRule> mlir::loom::detail::shardingRuleOf(Operation *op) {
       })
       .Case([](GatherOp op) { return gatherRule(op); })
       .Case([](GatherElementsOp op) { return elementsRule(op, op.getAxis()); })
-      .Case([](ScatterElementsOp op) { return elementsRule(op, op.getAxis()); })
+      .Case([](ScatterElementsOp op) { return scatterRule(op); })
       .Case([](OneHotOp op) { return oneHotRule(op); })
       .Case([](LayerNormOp op) { return layerNormRule(op); })
       .Case([](BatchNormOp op) { return batchNormRule(op); })

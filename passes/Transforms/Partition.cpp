@@ -38,14 +38,6 @@ public:
       : func(func), meshRef(meshRef), mesh(mesh) {}
 
   LogicalResult run() {
-    for (BlockArgument arg : func.getArguments()) {
-      auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
-                                                      kShardingAttr);
-      DimAxes axes = attr ? dimAxesOf(attr) : replicated(arg.getType());
-      if (auto type = dyn_cast<RankedTensorType>(arg.getType()))
-        arg.setType(localType(type, axes, mesh));
-      have[arg] = axes;
-    }
     // Rules are read from the global types, before operands become local.
     Block &body = func.getBody().front();
     for (Operation &op : body) {
@@ -55,6 +47,14 @@ public:
       FailureOr<ShardingRule> rule = iface.getShardingRule();
       if (succeeded(rule))
         rules[&op] = std::move(*rule);
+    }
+    for (BlockArgument arg : func.getArguments()) {
+      auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
+                                                      kShardingAttr);
+      DimAxes axes = attr ? dimAxesOf(attr) : replicated(arg.getType());
+      if (auto type = dyn_cast<RankedTensorType>(arg.getType()))
+        arg.setType(localType(type, axes, mesh));
+      have[arg] = axes;
     }
     for (Operation &op : llvm::make_early_inc_range(body)) {
       if (auto ret = dyn_cast<func::ReturnOp>(&op)) {

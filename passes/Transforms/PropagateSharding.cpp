@@ -44,7 +44,7 @@ void splitMeanLoss(LossOp op) {
   auto labelType = cast<RankedTensorType>(labels.getType());
   Value ignore = ConstantOp::create(
       b, loc, RankedTensorType::get({}, labelType.getElementType()),
-      static_cast<double>(*op.getIgnoreIndex()));
+      static_cast<double>(static_cast<int64_t>(*op.getIgnoreIndex())));
   Value kept = NotOp::create(b, loc, EqualOp::create(b, loc, labels, ignore));
   Type lossElement = getElementTypeOrSelf(op->getResult(0).getType());
   Value keptF = CastOp::create(b, loc, labelType.clone(lossElement), kept);

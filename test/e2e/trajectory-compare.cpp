@@ -12,6 +12,10 @@
 // max|loom - ref| <= P * max|ref| (default 1e-4); --skip leaves a parameter
 // out (the test says why). Exits 1 on any mismatch.
 //
+// REF may also be another run: a METRICS.jsonl whose losses are the
+// reference, with --ref-params DIR holding its --save-params output (used to
+// check that distributed runs equal one process).
+//
 //===----------------------------------------------------------------------===//
 
 #include "Npy.h"
@@ -36,7 +40,7 @@ int main(int argc, char **argv) {
   }
   double rtol = 1e-4, paramRtol = 1e-4;
   int group = 1;
-  std::string paramsDir;
+  std::string paramsDir, refParamsDir;
   std::vector<std::string> skip;
   for (int i = 3; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
@@ -48,6 +52,8 @@ int main(int argc, char **argv) {
       group = std::max(1, std::atoi(argv[i + 1]));
     else if (flag == "--params")
       paramsDir = argv[i + 1];
+    else if (flag == "--ref-params")
+      refParamsDir = argv[i + 1];
     else if (flag == "--skip")
       skip.push_back(argv[i + 1]);
     else {
@@ -56,22 +62,27 @@ int main(int argc, char **argv) {
     }
   }
   std::string prefix = argv[2];
-  std::ifstream in(argv[1]);
-  if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", argv[1]);
-    return 2;
-  }
-  std::vector<double> losses;
-  std::string line;
-  while (std::getline(in, line)) {
-    nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
-    if (record.is_discarded()) {
-      std::fprintf(stderr, "%s: not JSON lines\n", argv[1]);
-      return 2;
+  auto readLosses = [](const char *path, std::vector<double> &out) {
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "cannot read %s\n", path);
+      return false;
     }
-    if (record.contains("loss"))
-      losses.push_back(record["loss"].get<double>());
-  }
+    std::string line;
+    while (std::getline(in, line)) {
+      nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
+      if (record.is_discarded()) {
+        std::fprintf(stderr, "%s: not JSON lines\n", path);
+        return false;
+      }
+      if (record.contains("loss"))
+        out.push_back(record["loss"].get<double>());
+    }
+    return true;
+  };
+  std::vector<double> losses;
+  if (!readLosses(argv[1], losses))
+    return 2;
   if (group > 1) {
     std::vector<double> means;
     for (size_t i = 0; i + group <= losses.size(); i += group) {
@@ -84,21 +95,32 @@ int main(int argc, char **argv) {
       means.push_back(NAN); // an incomplete group never matches
     losses = std::move(means);
   }
-  loom::npy::Array ref;
+  std::vector<double> refLosses;
   std::string error;
-  if (!loom::npy::read(prefix + ".losses.npy", ref, error)) {
-    std::fprintf(stderr, "%s\n", error.c_str());
-    return 2;
+  bool refIsRun = prefix.size() > 6 &&
+                  prefix.compare(prefix.size() - 6, 6, ".jsonl") == 0;
+  if (refIsRun) {
+    if (!readLosses(prefix.c_str(), refLosses))
+      return 2;
+  } else {
+    loom::npy::Array ref;
+    if (!loom::npy::read(prefix + ".losses.npy", ref, error)) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 2;
+    }
+    for (size_t i = 0; i < ref.numElements(); ++i)
+      refLosses.push_back(
+          loom::npy::elementAsDouble(ref.data.data(), ref.dtype, i));
   }
-  if (ref.numElements() != losses.size()) {
+  if (refLosses.size() != losses.size()) {
     std::printf("mismatch: %zu steps in %s, %zu reference losses\n",
-                losses.size(), argv[1], ref.numElements());
+                losses.size(), argv[1], refLosses.size());
     return 1;
   }
   double worst = 0;
   bool ok = true;
   for (size_t i = 0; i < losses.size(); ++i) {
-    double r = loom::npy::elementAsDouble(ref.data.data(), ref.dtype, i);
+    double r = refLosses[i];
     double rel = std::fabs(losses[i] - r) / std::max(std::fabs(r), 1e-30);
     worst = std::max(worst, rel);
     ok &= rel <= rtol;
@@ -111,13 +133,14 @@ int main(int argc, char **argv) {
     return ok ? 0 : 1;
 
   namespace fs = std::filesystem;
-  fs::path refDir = fs::path(prefix).parent_path();
-  std::string stem = fs::path(prefix).filename().string() + ".";
+  fs::path refDir = refIsRun ? fs::path(refParamsDir)
+                             : fs::path(prefix).parent_path();
+  std::string stem = refIsRun ? "" : fs::path(prefix).filename().string() + ".";
   int compared = 0;
   double worstParam = 0;
   for (const auto &entry : fs::directory_iterator(refDir.empty() ? "." : refDir)) {
     std::string file = entry.path().filename().string();
-    if (file.rfind(stem, 0) != 0 || file == stem + "losses.npy" ||
+    if (file.rfind(stem, 0) != 0 || (!refIsRun && file == stem + "losses.npy") ||
         entry.path().extension() != ".npy")
       continue;
     std::string name = file.substr(stem.size(), file.size() - stem.size() - 4);
