@@ -14,7 +14,9 @@
 //
 // REF may also be another run: a METRICS.jsonl whose losses are the
 // reference, with --ref-params DIR holding its --save-params output (used to
-// check that distributed runs equal one process).
+// check that distributed runs equal one process). --align-end compares a
+// shorter run (one resumed from a checkpoint) with the reference's last
+// steps.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,10 +42,18 @@ int main(int argc, char **argv) {
   }
   double rtol = 1e-4, paramRtol = 1e-4;
   int group = 1;
+  bool alignEnd = false;
   std::string paramsDir, refParamsDir;
   std::vector<std::string> skip;
-  for (int i = 3; i + 1 < argc; i += 2) {
+  for (int i = 3; i + 1 < argc || (i < argc && std::string(argv[i]) ==
+                                                    "--align-end");
+       i += 2) {
     std::string flag = argv[i];
+    if (flag == "--align-end") {
+      alignEnd = true;
+      --i;
+      continue;
+    }
     if (flag == "--rtol")
       rtol = std::atof(argv[i + 1]);
     else if (flag == "--param-rtol")
@@ -112,6 +122,9 @@ int main(int argc, char **argv) {
       refLosses.push_back(
           loom::npy::elementAsDouble(ref.data.data(), ref.dtype, i));
   }
+  if (alignEnd && refLosses.size() > losses.size())
+    refLosses.erase(refLosses.begin(),
+                    refLosses.end() - (std::ptrdiff_t)losses.size());
   if (refLosses.size() != losses.size()) {
     std::printf("mismatch: %zu steps in %s, %zu reference losses\n",
                 losses.size(), argv[1], refLosses.size());

@@ -708,6 +708,7 @@ int runTrain(int argc, char **argv) {
       if (tokensPerSample)
         log << format(" | %.0f tokens/s", rate * tokensPerSample);
       log << " | ETA " << formatDuration(eta) << "\n";
+      log.flush();
     }
     bool evalNow = heldOut > 0 &&
                    ((evalEvery > 0 && step % evalEvery == 0) ||
