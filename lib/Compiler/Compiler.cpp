@@ -116,6 +116,10 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     pm.addPass(createLoomShardInputsPass(shard));
     pm.addPass(createLoomPropagateShardingPass());
     pm.addPass(createLoomPartitionPass());
+    LoomBucketAllReducesPassOptions buckets;
+    buckets.bucketBytes = options.bucketBytes;
+    if (options.bucketBytes > 0)
+      pm.addPass(createLoomBucketAllReducesPass(buckets));
     if (failed(pm.run(*module)))
       return failure();
   }

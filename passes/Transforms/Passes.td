@@ -209,4 +209,38 @@ def LoomPartitionPass : Pass<"loom-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
+def LoomBucketAllReducesPass : Pass<"loom-bucket-all-reduces", "::mlir::ModuleOp"> {
+  let summary = "fuses consecutive all-reduces into buckets of up to bucket-bytes";
+  let description = [{
+    After `loom-partition`, packs consecutive `loom.all_reduce`s of the same
+    mesh axes, reduction and element type (the gradient all-reduces of data
+    parallelism) into one collective per bucket: inputs are flattened and
+    concatenated, reduced once, and split back. A bucket is emitted right
+    after its last member as soon as something uses one of its results or it
+    holds `bucket-bytes`, so nothing else moves and every rank issues the
+    same collectives in the same order.
+
+    Input:
+    ```mlir
+    %a = loom.all_reduce sum %ga on @mesh ["dp"] : tensor<4x2xf32>
+    %b = loom.all_reduce sum %gb on @mesh ["dp"] : tensor<2xf32>
+    ```
+    Output:
+    ```mlir
+    %fa = loom.reshape %ga : tensor<4x2xf32> -> tensor<8xf32>
+    %fb = loom.reshape %gb : tensor<2xf32> -> tensor<2xf32>
+    %all = loom.concat %fa, %fb {axis = 0 : i64} : (tensor<8xf32>, tensor<2xf32>) -> tensor<10xf32>
+    %r = loom.all_reduce sum %all on @mesh ["dp"] : tensor<10xf32>
+    %pa, %pb = loom.split %r {axis = 0 : i64, sizes = array<i64: 8, 2>} : ...
+    %a = loom.reshape %pa : tensor<8xf32> -> tensor<4x2xf32>
+    ...
+    ```
+  }];
+  let options = [
+    Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
+           "largest bucket in bytes (default 4 MiB)">,
+  ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 #endif // LOOM_TRANSFORMS_PASSES

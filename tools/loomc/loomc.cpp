@@ -142,6 +142,13 @@ static cl::opt<std::string>
              cl::desc("Mesh axis the batch is split over (default dp)"),
              cl::init("dp"), cl::cat(parallelCategory));
 
+static cl::opt<int64_t>
+    bucketBytes("bucket-bytes",
+                cl::desc("Fuse gradient all-reduces into buckets of up to "
+                         "this many bytes (default 4 MiB; 0: one per "
+                         "gradient)"),
+                cl::init(4 << 20), cl::cat(parallelCategory));
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
@@ -210,6 +217,7 @@ int main(int argc, char **argv) {
 
   options.mesh = mesh;
   options.dataAxis = dataAxis;
+  options.bucketBytes = bucketBytes;
 
   mlir::DialectRegistry registry;
   mlir::loom::registerAllDialects(registry);

@@ -74,6 +74,9 @@ struct CompilerOptions {
   /// device) and the axis the batch of every data input is split over.
   std::string mesh;
   std::string dataAxis = "dp";
+  /// Gradient all-reduces are fused into buckets of up to this many bytes
+  /// (0: one collective per gradient).
+  int64_t bucketBytes = 4 << 20;
 };
 
 /// Loads `options.inputPath`: `.mlir` files are parsed, anything else is

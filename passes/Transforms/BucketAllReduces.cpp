@@ -1,0 +1,166 @@
+//===- BucketAllReduces.cpp - fuse small all-reduces into buckets ---------===//
+//
+// Data parallelism all-reduces every gradient separately; most are small
+// (biases, layer norms), and each costs a round trip between the ranks.
+// This pass packs consecutive all-reduces of the same kind into buckets of
+// up to `bucket-bytes`: the inputs are flattened and concatenated, reduced
+// with one collective, and split back. A bucket is closed (its collective
+// emitted right after its last member, where that gradient is produced) as
+// soon as something uses one of its results, so the order of everything
+// else is unchanged; buckets of the backward pass are therefore issued while
+// later gradients are still being computed, in the same order on every rank.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+#include "passes/Transforms/Sharding.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMBUCKETALLREDUCESPASS
+#include "passes/Transforms/Passes.h.inc"
+
+namespace {
+
+/// What all-reduces must share to be fused.
+struct Key {
+  Attribute mesh, axes, reduction;
+  Type element;
+  bool operator==(const Key &other) const {
+    return mesh == other.mesh && axes == other.axes &&
+           reduction == other.reduction && element == other.element;
+  }
+};
+
+Key keyOf(AllReduceOp op) {
+  return {op.getMeshAttr(), op.getMeshAxes(), op.getReductionAttr(),
+          op.getInput().getType().getElementType()};
+}
+
+class Bucketer {
+public:
+  explicit Bucketer(int64_t capacity) : capacity(capacity) {}
+
+  void run(Block &block) {
+    sinkThroughReshapes(block);
+    for (Operation &op : llvm::make_early_inc_range(block)) {
+      bool usesBucket = llvm::any_of(op.getOperands(), [&](Value v) {
+        Operation *def = v.getDefiningOp();
+        return def && llvm::is_contained(members, def);
+      });
+      if (usesBucket)
+        flush();
+      auto reduce = dyn_cast<AllReduceOp>(&op);
+      if (!reduce || !reduce.getInput().getType().hasStaticShape())
+        continue;
+      if (!members.empty() && !(keyOf(reduce) == key))
+        flush();
+      key = keyOf(reduce);
+      members.push_back(reduce);
+      bytes += detail::tensorBytes(reduce.getInput().getType());
+      if (bytes >= capacity)
+        flush();
+    }
+    flush();
+  }
+
+  int64_t fused = 0;
+
+private:
+  /// `reshape(all_reduce(x))` is `all_reduce(reshape(x))`: moving the
+  /// collective after the reshape that usually follows a bias gradient keeps
+  /// the reshape from closing the bucket.
+  static void sinkThroughReshapes(Block &block) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto reduce : llvm::make_early_inc_range(block.getOps<AllReduceOp>())) {
+        if (!reduce->hasOneUse())
+          continue;
+        auto reshape = dyn_cast<ReshapeOp>(*reduce->getUsers().begin());
+        if (!reshape)
+          continue;
+        OpBuilder b(reshape);
+        Value moved = ReshapeOp::create(b, reshape.getLoc(), reshape.getType(),
+                                        reduce.getInput());
+        auto after = AllReduceOp::create(b, reduce.getLoc(), moved,
+                                         reduce.getMeshAttr(),
+                                         reduce.getMeshAxes(),
+                                         reduce.getReductionAttr());
+        reshape.replaceAllUsesWith(after.getResult());
+        reshape.erase();
+        reduce.erase();
+        changed = true;
+      }
+    }
+  }
+
+  void flush() {
+    if (members.size() > 1)
+      emit();
+    members.clear();
+    bytes = 0;
+  }
+
+  /// One collective for every member, right after the last one.
+  void emit() {
+    AllReduceOp last = members.back();
+    OpBuilder b(last);
+    Location loc = b.getFusedLoc(llvm::map_to_vector(
+        members, [](AllReduceOp op) { return op.getLoc(); }));
+    SmallVector<Value> flat;
+    SmallVector<int64_t> sizes;
+    int64_t total = 0;
+    for (AllReduceOp op : members) {
+      RankedTensorType type = op.getInput().getType();
+      int64_t n = type.getNumElements();
+      flat.push_back(ReshapeOp::create(b, loc, type.clone({n}), op.getInput()));
+      sizes.push_back(n);
+      total += n;
+    }
+    auto element = cast<RankedTensorType>(flat.front().getType())
+                       .getElementType();
+    Value joined = ConcatOp::create(
+        b, loc, RankedTensorType::get({total}, element), flat, 0);
+    Value reduced = AllReduceOp::create(b, loc, joined, last.getMeshAttr(),
+                                        last.getMeshAxes(),
+                                        last.getReductionAttr());
+    SmallVector<Type> pieceTypes;
+    for (int64_t n : sizes)
+      pieceTypes.push_back(RankedTensorType::get({n}, element));
+    auto pieces = SplitOp::create(b, loc, TypeRange(pieceTypes), reduced,
+                                  b.getI64IntegerAttr(0),
+                                  b.getDenseI64ArrayAttr(sizes));
+    for (auto [op, piece] : llvm::zip(members, pieces.getResults())) {
+      Value shaped = ReshapeOp::create(b, loc, op.getType(), piece);
+      op.getResult().replaceAllUsesWith(shaped);
+    }
+    for (AllReduceOp op : members)
+      op.erase();
+    ++fused;
+  }
+
+  int64_t capacity;
+  SmallVector<AllReduceOp> members;
+  int64_t bytes = 0;
+  Key key;
+};
+
+struct LoomBucketAllReducesPass
+    : impl::LoomBucketAllReducesPassBase<LoomBucketAllReducesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      for (Block &block : func.getBody()) {
+        Bucketer bucketer(bucketBytes);
+        bucketer.run(block);
+      }
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::loom
