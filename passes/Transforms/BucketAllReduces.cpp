@@ -68,27 +68,29 @@ public:
   int64_t fused = 0;
 
 private:
-  /// `reshape(all_reduce(x))` is `all_reduce(reshape(x))`: moving the
-  /// collective after the reshape that usually follows a bias gradient keeps
-  /// the reshape from closing the bucket.
+  /// `reshape(all_reduce(x))` is `all_reduce(reshape(x))`, and likewise for
+  /// transposes: moving the collective after the reshape that follows a bias
+  /// gradient, or the transpose that follows a weight gradient, keeps them
+  /// from closing the bucket.
   static void sinkThroughReshapes(Block &block) {
     for (bool changed = true; changed;) {
       changed = false;
       for (auto reduce : llvm::make_early_inc_range(block.getOps<AllReduceOp>())) {
         if (!reduce->hasOneUse())
           continue;
-        auto reshape = dyn_cast<ReshapeOp>(*reduce->getUsers().begin());
-        if (!reshape)
+        Operation *user = *reduce->getUsers().begin();
+        if (!isa<ReshapeOp, TransposeOp>(user))
           continue;
-        OpBuilder b(reshape);
-        Value moved = ReshapeOp::create(b, reshape.getLoc(), reshape.getType(),
-                                        reduce.getInput());
-        auto after = AllReduceOp::create(b, reduce.getLoc(), moved,
+        OpBuilder b(user);
+        Operation *moved = b.clone(*user);
+        moved->setOperand(0, reduce.getInput());
+        auto after = AllReduceOp::create(b, reduce.getLoc(),
+                                         moved->getResult(0),
                                          reduce.getMeshAttr(),
                                          reduce.getMeshAxes(),
                                          reduce.getReductionAttr());
-        reshape.replaceAllUsesWith(after.getResult());
-        reshape.erase();
+        user->getResult(0).replaceAllUsesWith(after.getResult());
+        user->erase();
         reduce.erase();
         changed = true;
       }
