@@ -57,6 +57,8 @@ struct Tensor {
   /// Index of the parameter or state this output replaces, or -1.
   int64_t updates = -1;
   std::string updatesName;
+  /// Where a parameter's initial (whole) value lies in the parameters file.
+  int64_t initOffset = -1, initBytes = -1;
   /// Mesh axes (indices into the session's mesh) splitting each dimension,
   /// major to minor; empty when replicated.
   std::vector<std::vector<size_t>> sharding;
@@ -257,14 +259,10 @@ static loom_status_t createSession(const std::string &dir,
                             " bytes for \"" + t.name + "\"");
     std::memset(t.data.get(), 0, t.bytes);
     if (t.kind == LOOM_TENSOR_PARAMETER) {
-      int64_t offset = arg.value("offset", (int64_t)-1);
-      int64_t bytes = arg.value("bytes", (int64_t)-1);
-      if (bytes != (int64_t)t.bytes || offset < 0 ||
-          (size_t)(offset + bytes) > params.size())
-        return bad("parameter \"" + t.name + "\" (" + std::to_string(t.bytes) +
-                   " bytes) does not fit in the parameters file of " +
-                   std::to_string(params.size()) + " bytes");
-      std::memcpy(t.data.get(), params.data() + offset, t.bytes);
+      // Loaded once the rank is known: a split parameter (ZeRO-3) takes its
+      // block of the whole value the file holds.
+      t.initOffset = arg.value("offset", (int64_t)-1);
+      t.initBytes = arg.value("bytes", (int64_t)-1);
       t.set = true;
     }
     if (t.kind == LOOM_TENSOR_STATE) {
@@ -381,6 +379,26 @@ static loom_status_t createSession(const std::string &dir,
     meshText += (meshText.empty() ? "" : ",") + name + "=" + std::to_string(size);
   }
   int worldSize = session->communicator ? session->communicator->size() : 1;
+  if (session->mesh.empty() || devices == worldSize) {
+    for (size_t i = 0; i < session->tensors.size(); ++i) {
+      Tensor &t = session->tensors[i];
+      if (t.kind != LOOM_TENSOR_PARAMETER)
+        continue;
+      int64_t index = 0, count = 1;
+      if (!t.shape.empty())
+        if (loom_status_t status = loom_session_tensor_shard(
+                session.get(), i, 0, &index, &count))
+          return status;
+      if (t.initBytes != (int64_t)t.bytes * count || t.initOffset < 0 ||
+          (size_t)(t.initOffset + t.initBytes) > params.size())
+        return bad("parameter \"" + t.name + "\" (" +
+                   std::to_string(t.bytes * count) +
+                   " bytes) does not fit in the parameters file of " +
+                   std::to_string(params.size()) + " bytes");
+      std::memcpy(t.data.get(), params.data() + t.initOffset + index * t.bytes,
+                  t.bytes);
+    }
+  }
   if (!session->mesh.empty() && devices != worldSize)
     return makeStatus(
         LOOM_STATUS_INVALID_ARGUMENT,
@@ -428,6 +446,47 @@ int loom_session_rank(const loom_session_t *session) {
 
 int loom_session_world_size(const loom_session_t *session) {
   return session && session->communicator ? session->communicator->size() : 1;
+}
+
+loom_status_t loom_session_tensor_gather(loom_session_t *session,
+                                         size_t index, void *out,
+                                         size_t bytes) {
+  if (!session || !out || index >= session->tensors.size())
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "no tensor #" + std::to_string(index));
+  const Tensor &t = session->tensors[index];
+  size_t blocks = 1;
+  bool onlyDim0 = true;
+  for (size_t d = 0; d < t.sharding.size(); ++d)
+    for (size_t axis : t.sharding[d]) {
+      blocks *= (size_t)session->mesh[axis].second;
+      onlyDim0 &= d == 0;
+    }
+  if (bytes != t.bytes * blocks)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "\"" + t.name + "\" has " +
+                          std::to_string(t.bytes * blocks) + " bytes, not " +
+                          std::to_string(bytes));
+  if (blocks == 1) {
+    std::memcpy(out, t.data.get(), t.bytes);
+    return nullptr;
+  }
+  // Rank r holds block r of dimension 0 when that dimension is split over
+  // every mesh axis in order, which is what ZeRO produces.
+  if (!onlyDim0 || t.sharding[0].size() != session->mesh.size() ||
+      t.dtype != LOOM_DTYPE_FLOAT32 || !session->communicator)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "gathering \"" + t.name +
+                          "\" needs an f32 tensor split along dimension 0 "
+                          "over the whole mesh");
+  try {
+    session->communicator->allGather(static_cast<const float *>(
+                                         (const void *)t.data.get()),
+                                     static_cast<float *>(out), t.bytes / 4);
+  } catch (const loom::comm::Error &e) {
+    return makeStatus(LOOM_STATUS_UNAVAILABLE, e.what());
+  }
+  return nullptr;
 }
 
 loom_status_t loom_session_tensor_shard(const loom_session_t *session,

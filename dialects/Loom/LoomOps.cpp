@@ -1097,6 +1097,15 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
                          "scatter_dim");
 }
 
+LogicalResult
+LocalBlockOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto mesh = resolveMesh(*this, symbols, getMeshAttr(), getMeshAxes());
+  if (failed(mesh))
+    return failure();
+  return verifyScaledDim(*this, getInput().getType(), getType(), getDim(),
+                         mesh->second, /*grow=*/false, "dim");
+}
+
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto mesh = resolveMesh(*this, symbols, getMeshAttr(), getMeshAxes());
   if (failed(mesh))

@@ -758,6 +758,23 @@ def Loom_ReduceScatterOp : Loom_CollectiveOp<"reduce_scatter"> {
   let assemblyFormat = "$reduction $input `on` $mesh $mesh_axes attr-dict `:` type($input) `->` type($result)";
 }
 
+def Loom_LocalBlockOp : Loom_CollectiveOp<"local_block"> {
+  let summary = "this device's block along `dim` of a value every device of the group holds whole";
+  let description = [{
+    The inverse of `all_gather`, without communication: of the group's equal
+    blocks along `dim`, the result is the one whose index is this device's
+    position in the group. Partitioning uses it where a replicated value must
+    be split (ZeRO: the optimizer updates a slice of a replicated gradient).
+    ```mlir
+    %b = loom.local_block %g on @mesh ["dp"] {dim = 0 : i64} : tensor<64x32xf32> -> tensor<32x32xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$mesh_axes, I64Attr:$dim);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = "$input `on` $mesh $mesh_axes attr-dict `:` type($input) `->` type($result)";
+}
+
 def Loom_AllToAllOp : Loom_CollectiveOp<"all_to_all"> {
   let summary = "splits along `split_dim`, exchanges the pieces, joins along `concat_dim`";
   let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,

@@ -144,6 +144,12 @@ LOOM_API int loom_session_world_size(const loom_session_t *session);
  *  the whole (logical) tensor, for bundles compiled with `loomc --mesh`:
  *  block *out_index of *out_count equal blocks (0 of 1 when the dimension is
  *  not split). tensor_info's shape is the block's. */
+/** Copies the whole (logical) tensor `index` into `out` (`bytes` long): for
+ *  a tensor split over the run's ranks (ZeRO), a collective that every rank
+ *  must call at the same point; otherwise a copy. Checkpoints use it. */
+LOOM_API loom_status_t loom_session_tensor_gather(loom_session_t *session,
+                                                  size_t index, void *out,
+                                                  size_t bytes);
 LOOM_API loom_status_t loom_session_tensor_shard(const loom_session_t *session,
                                                  size_t index, int32_t dim,
                                                  int64_t *out_index,

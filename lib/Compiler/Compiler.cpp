@@ -113,9 +113,14 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     LoomShardInputsPassOptions shard;
     shard.meshShape = options.mesh;
     shard.dataAxis = options.dataAxis;
+    shard.zero = options.zero;
     pm.addPass(createLoomShardInputsPass(shard));
     pm.addPass(createLoomPropagateShardingPass());
-    pm.addPass(createLoomPartitionPass());
+    LoomPartitionPassOptions partition;
+    partition.reduceScatter = options.zero != 1;
+    pm.addPass(createLoomPartitionPass(partition));
+    if (options.report)
+      pm.addPass(createLoomMemoryReportPass());
     LoomBucketAllReducesPassOptions buckets;
     buckets.bucketBytes = options.bucketBytes;
     if (options.bucketBytes > 0)

@@ -81,6 +81,10 @@ KernelCall kernelFor(ReduceScatterOp op) {
           {(int64_t)op.getScatterDim(), (int64_t)op.getReduction()}};
 }
 
+KernelCall kernelFor(LocalBlockOp op) {
+  return {"loom_rt_local_block_f32", {(int64_t)op.getDim()}};
+}
+
 /// Bufferizes a collective into a call of the runtime: the operand's buffer
 /// is read, a fresh buffer of the result's shape is written.
 template <typename OpTy>
@@ -172,5 +176,7 @@ void mlir::loom::registerCollectiveBufferizationModels(
         *context);
     ReduceScatterOp::attachInterface<
         CollectiveBufferization<ReduceScatterOp>>(*context);
+    LocalBlockOp::attachInterface<CollectiveBufferization<LocalBlockOp>>(
+        *context);
   });
 }

@@ -1801,11 +1801,13 @@ struct ConvertLoomToLinalgPass
       return signalPassFailure();
     }
     // What is left has no CPU lowering yet; say which ops, where. All-reduce,
-    // all-gather and reduce-scatter become runtime calls during
-    // bufferization (CollectivesToRuntime.cpp).
+    // all-gather, reduce-scatter and local blocks become runtime calls
+    // during bufferization (CollectivesToRuntime.cpp).
     bool failedAny = false;
     getOperation().walk([&](Operation *op) {
-      if (isa<LoomDialect>(op->getDialect()) && !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp>(op)) {
+      if (isa<LoomDialect>(op->getDialect()) &&
+          !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
+               LocalBlockOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";
         failedAny = true;
       }

@@ -356,6 +356,11 @@ struct LoomBuildTrainStepPass
     for (unsigned i = 0; i < params.size(); ++i)
       if ((*grads)[i])
         trainable.push_back(i);
+    // Name each gradient for memory accounting (loom-memory-report).
+    for (unsigned i : trainable)
+      if (Operation *def = (*grads)[i].getDefiningOp())
+        if (!def->hasAttr("loom.gradient"))
+          def->setAttr("loom.gradient", b.getStringAttr(names[i]));
     if (trainable.empty()) {
       train.emitError("the loss depends on no floating-point parameter; "
                       "there is nothing to train");

@@ -5,14 +5,19 @@
 // and collectives appear where the shardings require them:
 //
 // * an operand split differently from what the op's sharding rule needs is
-//   gathered (`loom.all_gather`) along the dimensions it must have whole;
+//   gathered (`loom.all_gather`) along the dimensions it must have whole,
+//   and a whole one that must be split takes its block (`loom.local_block`,
+//   or a smaller splat constant);
 // * an op that sums over a split factor (a contraction over the batch, a
-//   reduce_sum, a summed loss) leaves partial sums on every device, which a
-//   `loom.all_reduce` completes right there (an average for means).
+//   reduce_sum, a summed loss) leaves partial sums on every device. They are
+//   completed where they are used: by a `loom.all_reduce` (an average for
+//   means) where the whole value is needed, or by a `loom.reduce_scatter`
+//   where a block of it is (ZeRO's sharded optimizer update).
 //
 // In data parallelism this is where the gradient all-reduces come from: the
 // weight gradient `dy^T x` contracts over the split batch and meets a
-// replicated parameter in the optimizer update.
+// parameter in the optimizer update. Arguments marked `loom.gather_for_use`
+// (ZeRO-3 parameters) are stored split and gathered at every use.
 //
 // Every rank runs the same ops in the same order, so collectives match up
 // across ranks by construction.
@@ -24,6 +29,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
+#include <map>
+
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMPARTITIONPASS
 #include "passes/Transforms/Passes.h.inc"
@@ -32,10 +39,20 @@ using namespace sharding;
 
 namespace {
 
+/// How a local value relates to the whole one: split dimensions, and the
+/// axes over which it is a partial sum (or average) still to be completed.
+struct Held {
+  DimAxes dims;
+  Axes partial;
+  ReductionKind kind = ReductionKind::Sum;
+};
+
 class Partitioner {
 public:
-  Partitioner(func::FuncOp func, FlatSymbolRefAttr meshRef, MeshAttr mesh)
-      : func(func), meshRef(meshRef), mesh(mesh) {}
+  Partitioner(func::FuncOp func, FlatSymbolRefAttr meshRef, MeshAttr mesh,
+              bool reduceScatter)
+      : func(func), meshRef(meshRef), mesh(mesh), reduceScatter(reduceScatter) {
+  }
 
   LogicalResult run() {
     // Rules are read from the global types, before operands become local.
@@ -54,11 +71,20 @@ public:
       DimAxes axes = attr ? dimAxesOf(attr) : replicated(arg.getType());
       if (auto type = dyn_cast<RankedTensorType>(arg.getType()))
         arg.setType(localType(type, axes, mesh));
-      have[arg] = axes;
+      have[arg] = {axes, {}, ReductionKind::Sum};
+      if (func.getArgAttr(arg.getArgNumber(), "loom.gather_for_use"))
+        gatherForUse.insert(arg);
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "loom.param"))
+        argAxes[name] = axes;
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "loom.state"))
+        argAxes[name] = axes;
     }
     for (Operation &op : llvm::make_early_inc_range(body)) {
       if (auto ret = dyn_cast<func::ReturnOp>(&op)) {
-        finishReturn(ret);
+        if (failed(finishReturn(ret)))
+          return failure();
         continue;
       }
       if (failed(partition(&op)))
@@ -68,20 +94,63 @@ public:
   }
 
 private:
-  DimAxes axesOf(Value value) {
+  Held heldOf(Value value) {
     auto it = have.find(value);
-    return it != have.end() ? it->second : replicated(value.getType());
+    return it != have.end() ? it->second
+                            : Held{replicated(value.getType()), {},
+                                   ReductionKind::Sum};
+  }
+  DimAxes axesOf(Value value) { return heldOf(value).dims; }
+
+  static std::string keyOf(Value value, const DimAxes &want) {
+    std::string key = std::to_string(
+        reinterpret_cast<uintptr_t>(value.getAsOpaquePointer()));
+    for (const Axes &axes : want)
+      key += "|" + axesText(axes);
+    return key;
   }
 
-  /// Makes `value` split as `want`: gathers dimensions split otherwise, and
-  /// splits a replicated splat constant by making a smaller one. Splitting
-  /// any other whole value would need the device's index; it is an error.
+  /// Makes `value` split as `want` and complete: finishes partial sums
+  /// (reduce_scatter where `want` splits a dimension over exactly the
+  /// partial axes, else all_reduce), gathers dimensions split otherwise, and
+  /// takes the local block of whole dimensions that must be split. The result
+  /// is reused by later uses that want the same.
   FailureOr<Value> reshard(OpBuilder &b, Value value, const DimAxes &want,
                            Operation *user, unsigned index) {
-    DimAxes cur = axesOf(value);
-    if (cur == want)
+    Held held = heldOf(value);
+    if (held.partial.empty() && held.dims == want)
       return value;
-    Location loc = user->getLoc();
+    bool reuse = !gatherForUse.contains(value);
+    std::string key = keyOf(value, want);
+    if (reuse)
+      if (auto it = resharded.find(key); it != resharded.end())
+        return it->second;
+    Location loc = value.getLoc();
+    MLIRContext *context = b.getContext();
+    DimAxes cur = held.dims;
+    if (!held.partial.empty()) {
+      auto kind = ReductionKindAttr::get(context, held.kind);
+      ArrayAttr axes = toArrayAttr(context, held.partial);
+      auto type = cast<RankedTensorType>(value.getType());
+      std::optional<unsigned> scatterDim;
+      for (unsigned d = 0; d < cur.size() && reduceScatter; ++d)
+        if (cur[d].empty() && want[d] == held.partial &&
+            type.getDimSize(d) % groupSize(mesh, held.partial) == 0) {
+          scatterDim = d;
+          break;
+        }
+      if (scatterDim) {
+        SmallVector<int64_t> shape(type.getShape());
+        shape[*scatterDim] /= groupSize(mesh, held.partial);
+        value = ReduceScatterOp::create(b, loc, type.clone(shape), value,
+                                        meshRef, axes,
+                                        b.getI64IntegerAttr(*scatterDim), kind);
+        cur[*scatterDim] = held.partial;
+      } else {
+        value = AllReduceOp::create(b, loc, value, meshRef, axes, kind);
+      }
+      have[value] = {cur, {}, ReductionKind::Sum};
+    }
     for (unsigned d = 0; d < cur.size(); ++d) {
       if (cur[d].empty() || cur[d] == want[d])
         continue;
@@ -89,36 +158,31 @@ private:
       SmallVector<int64_t> shape(type.getShape());
       shape[d] *= groupSize(mesh, cur[d]);
       value = AllGatherOp::create(b, loc, type.clone(shape), value, meshRef,
-                                  toArrayAttr(b.getContext(), cur[d]),
+                                  toArrayAttr(context, cur[d]),
                                   b.getI64IntegerAttr(d));
       cur[d].clear();
-      have[value] = cur;
+      have[value] = {cur, {}, ReductionKind::Sum};
     }
     for (unsigned d = 0; d < cur.size(); ++d) {
       if (want[d].empty() || cur[d] == want[d])
         continue;
-      auto constant = value.getDefiningOp<ConstantOp>();
-      auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
-                            : DenseElementsAttr();
-      if (!dense || !dense.isSplat()) {
-        InFlightDiagnostic diag =
-            user->emitError()
-            << "cannot partition: operand #" << index
-            << " must be split along dimension " << d << " over mesh axis "
-            << axesText(want[d])
-            << ", but it is computed whole (by an op without a sharding "
-               "rule, or a value that is not a splat constant)";
-        if (Operation *def = value.getDefiningOp())
-          diag.attachNote(def->getLoc()) << "computed here";
-        return diag;
-      }
       auto type = cast<RankedTensorType>(value.getType());
       SmallVector<int64_t> shape(type.getShape());
       shape[d] /= groupSize(mesh, want[d]);
-      value = ConstantOp::create(b, loc, dense.resizeSplat(type.clone(shape)));
+      auto constant = value.getDefiningOp<ConstantOp>();
+      auto dense = constant ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                            : DenseElementsAttr();
+      if (dense && dense.isSplat())
+        value = ConstantOp::create(b, loc, dense.resizeSplat(type.clone(shape)));
+      else
+        value = LocalBlockOp::create(b, loc, type.clone(shape), value, meshRef,
+                                     toArrayAttr(context, want[d]),
+                                     b.getI64IntegerAttr(d));
       cur[d] = want[d];
-      have[value] = cur;
+      have[value] = {cur, {}, ReductionKind::Sum};
     }
+    if (reuse)
+      resharded[key] = value;
     return value;
   }
 
@@ -135,7 +199,7 @@ private:
     }
     op->removeAttr(kShardingAttr);
     for (Value result : op->getResults())
-      have[result] = replicated(result.getType());
+      have[result] = {replicated(result.getType()), {}, ReductionKind::Sum};
     return success();
   }
 
@@ -166,13 +230,20 @@ private:
         factorAxes[f] = axes[d];
       }
     };
+    // Operands first: a split the data already has wins over one that
+    // backward propagation suggested for a result. Values stored split but
+    // used whole (ZeRO-3 parameters) suggest nothing.
+    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+      if (gatherForUse.contains(operand))
+        continue;
+      Held held = heldOf(operand);
+      collect(held.dims, rule->operands[i]);
+    }
     auto resultAttrs = op->getAttrOfType<ArrayAttr>(kShardingAttr);
     if (resultAttrs && resultAttrs.size() == op->getNumResults())
       for (auto [r, attr] : llvm::enumerate(resultAttrs))
         if (auto sharding = dyn_cast<ShardingAttr>(attr))
           collect(dimAxesOf(sharding), rule->results[r]);
-    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-      collect(axesOf(operand), rule->operands[i]);
     // A factor that is not the leading one of a merged dimension cannot be
     // split without interleaving blocks: keep it whole.
     auto minorFactors = [&](ArrayRef<ShardingRule::ValueFactors> values) {
@@ -224,54 +295,65 @@ private:
     }
 
     // Sums over split factors are partial on every device (in the results
-    // that do not keep the factor as a dimension).
-    b.setInsertionPointAfter(local);
+    // that do not keep the factor as a dimension), completed where used.
     for (auto [r, result] : llvm::enumerate(local->getResults())) {
-      Axes partial;
+      Held held{resultAxes[r], {}, rule->meanOverReductions
+                                       ? ReductionKind::Avg
+                                       : ReductionKind::Sum};
       for (auto [f, factor] : llvm::enumerate(rule->factors)) {
         bool kept = llvm::any_of(rule->results[r], [&](const auto &dim) {
           return llvm::is_contained(dim, static_cast<int64_t>(f));
         });
         if (factor.kind == FactorKind::Reduction && !kept)
-          partial.append(factorAxes[f].begin(), factorAxes[f].end());
+          held.partial.append(factorAxes[f].begin(), factorAxes[f].end());
       }
-      Value out = result;
-      if (!partial.empty()) {
-        auto kind = rule->meanOverReductions ? ReductionKind::Avg
-                                             : ReductionKind::Sum;
-        out = AllReduceOp::create(
-            b, op->getLoc(), out, meshRef,
-            toArrayAttr(b.getContext(), partial),
-            ReductionKindAttr::get(b.getContext(), kind));
-      }
-      have[out] = resultAxes[r];
-      op->getResult(r).replaceAllUsesWith(out);
+      have[result] = held;
+      op->getResult(r).replaceAllUsesWith(result);
     }
     op->erase();
     return success();
   }
 
-  void finishReturn(func::ReturnOp ret) {
+  /// Results are complete; an update of a parameter or state has the
+  /// split of what it replaces (the runtime swaps the two buffers).
+  LogicalResult finishReturn(func::ReturnOp ret) {
     MLIRContext *context = func.getContext();
-    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
-      DimAxes axes = axesOf(value);
-      if (isReplicated(axes))
+    OpBuilder b(ret);
+    for (OpOperand &operand : ret->getOpOperands()) {
+      unsigned i = operand.getOperandNumber();
+      DimAxes want = axesOf(operand.get());
+      if (auto updates = func.getResultAttrOfType<StringAttr>(i, "loom.update"))
+        if (auto it = argAxes.find(updates); it != argAxes.end())
+          want = it->second;
+      FailureOr<Value> local = reshard(b, operand.get(), want, ret, i);
+      if (failed(local))
+        return failure();
+      operand.set(*local);
+      if (isReplicated(want))
         func.removeResultAttr(i, StringAttr::get(context, kShardingAttr));
       else
-        func.setResultAttr(i, kShardingAttr, toAttr(context, meshRef, axes));
+        func.setResultAttr(i, kShardingAttr, toAttr(context, meshRef, want));
     }
     func.setType(FunctionType::get(context, func.getBody().getArgumentTypes(),
                                    ret.getOperandTypes()));
+    return success();
   }
 
   func::FuncOp func;
   FlatSymbolRefAttr meshRef;
   MeshAttr mesh;
-  DenseMap<Value, DimAxes> have;
+  bool reduceScatter;
+  DenseMap<Value, Held> have;
   DenseMap<Operation *, ShardingRule> rules;
+  DenseSet<Value> gatherForUse;
+  /// Split of each parameter and state argument, by name.
+  DenseMap<StringAttr, DimAxes> argAxes;
+  std::map<std::string, Value> resharded;
 };
 
 struct LoomPartitionPass : impl::LoomPartitionPassBase<LoomPartitionPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto func : module.getOps<func::FuncOp>()) {
@@ -291,7 +373,8 @@ struct LoomPartitionPass : impl::LoomPartitionPassBase<LoomPartitionPass> {
         func.emitError("partitioning needs a function with one block");
         return signalPassFailure();
       }
-      if (failed(Partitioner(func, first.getMesh(), meshOp.getMesh()).run()))
+      if (failed(Partitioner(func, first.getMesh(), meshOp.getMesh(), reduceScatter)
+                     .run()))
         return signalPassFailure();
     }
   }

@@ -149,6 +149,10 @@ def LoomShardInputsPass : Pass<"loom-shard-inputs", "::mlir::ModuleOp"> {
            "mesh axes and sizes, e.g. dp=4 or dp=2,tp=2">,
     Option<"dataAxis", "data-axis", "std::string", "\"dp\"",
            "the mesh axis the batch is split over">,
+    Option<"zero", "zero", "int64_t", "0",
+           "ZeRO stage: 1 splits optimizer state over the data axis, 3 also "
+           "parameters (gathered at each use); 2 is 1 plus loom-partition's "
+           "reduce-scatter">,
   ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
@@ -202,10 +206,18 @@ def LoomPartitionPass : Pass<"loom-partition", "::mlir::ModuleOp"> {
       return %y : tensor<4x2xf32>
     }
     ```
-    Every device runs the same collectives in the same order. Splitting a
-    whole value that is not a splat constant (the output of an op without a
-    sharding rule, such as dropout) is reported as an error.
+    Every device runs the same collectives in the same order. Partial sums
+    are completed where they are used: with `reduce-scatter`, a use that
+    wants them split over the same axes (ZeRO-2: the sharded optimizer
+    update of a gradient) gets a `loom.reduce_scatter`; otherwise an
+    all-reduce (and `loom.local_block` for the block). Arguments with
+    `loom.gather_for_use` (ZeRO-3 parameters) are gathered at every use.
   }];
+  let options = [
+    Option<"reduceScatter", "reduce-scatter", "bool", "true",
+           "complete partial sums used split with reduce_scatter (off: "
+           "all_reduce, then the local block; ZeRO-1 keeps whole gradients)">,
+  ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
@@ -241,6 +253,28 @@ def LoomBucketAllReducesPass : Pass<"loom-bucket-all-reduces", "::mlir::ModuleOp
            "largest bucket in bytes (default 4 MiB)">,
   ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomMemoryReportPass : Pass<"loom-memory-report", "::mlir::ModuleOp"> {
+  let summary = "prints what one rank holds for the training step";
+  let description = [{
+    Reads a training step (after `loom-partition`, or unpartitioned) and
+    prints the bytes one rank holds: parameters and optimizer state (the
+    local sizes of the `loom.param` and `loom.state` arguments), gradients
+    (the values `loom-build-train-step` names `loom.gradient`, at the size
+    they have once complete: a block when a `loom.reduce_scatter` completes
+    them) and peak activations (the most bytes of temporaries alive at once
+    in program order, before buffer reuse). The IR is not changed.
+
+    For Adam in fp32 with Ψ parameters on N ranks this gives the ZeRO
+    paper's 16Ψ bytes unsharded: 4Ψ + 4Ψ + 8Ψ/N with ZeRO-1,
+    4Ψ + (4Ψ + 8Ψ)/N with ZeRO-2 and 16Ψ/N with ZeRO-3 (plus the 8-byte step
+    counter, and tensors whose dimension 0 the axis does not divide).
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the function to report on">,
+  ];
 }
 
 #endif // LOOM_TRANSFORMS_PASSES

@@ -65,7 +65,10 @@ public:
     for (BlockArgument arg : func.getArguments()) {
       auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
                                                       kShardingAttr);
-      axesOf[arg] = attr ? dimAxesOf(attr) : replicated(arg.getType());
+      // Parameters stored split but used whole (ZeRO-3) split nothing.
+      bool whole =
+          func.getArgAttr(arg.getArgNumber(), "loom.gather_for_use") != nullptr;
+      axesOf[arg] = attr && !whole ? dimAxesOf(attr) : replicated(arg.getType());
     }
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {

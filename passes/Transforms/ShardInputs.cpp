@@ -3,8 +3,18 @@
 // The start of data parallelism: declares the device mesh (`loom.mesh @mesh`)
 // and splits dimension 0 of every data input (`loom.input` arguments) of the
 // public functions over the data axis. Parameters and optimizer state stay
-// replicated. `loom-propagate-sharding` carries the split through the graph
-// and `loom-partition` turns it into per-device programs.
+// replicated, unless ZeRO shards them (`zero`):
+//
+// * stage 1 and up split optimizer state (`loom.state`) along dimension 0,
+//   so each device updates its block of every parameter;
+// * stage 2 also keeps only that block of each gradient (a partitioning
+//   option: partial sums meet the split state in a reduce_scatter);
+// * stage 3 also stores parameters split (`loom.gather_for_use`: gathered
+//   whole at each use, so the whole copy lives only while it is used).
+//
+// Tensors whose dimension 0 the data axis does not divide stay replicated.
+// `loom-propagate-sharding` carries the split through the graph and
+// `loom-partition` turns it into per-device programs.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,6 +68,11 @@ struct LoomShardInputsPass
                          << "\" (its axes: " << meshShape << ")";
       return signalPassFailure();
     }
+    if (zero < 0 || zero > 3) {
+      module.emitError() << "ZeRO stage must be 0, 1, 2 or 3, got "
+                         << static_cast<int64_t>(zero);
+      return signalPassFailure();
+    }
     if (SymbolTable::lookupSymbolIn(module, "mesh")) {
       module.emitError("the module already has a symbol @mesh");
       return signalPassFailure();
@@ -71,10 +86,26 @@ struct LoomShardInputsPass
       if (!func.isPublic() || func.isExternal())
         continue;
       for (BlockArgument arg : func.getArguments()) {
-        auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                      "loom.input");
+        unsigned index = arg.getArgNumber();
+        auto name = func.getArgAttrOfType<StringAttr>(index, "loom.input");
         auto type = dyn_cast<RankedTensorType>(arg.getType());
-        if (!name || !type || type.getRank() == 0)
+        if (!type || type.getRank() == 0)
+          continue;
+        bool state = func.getArgAttr(index, "loom.state") != nullptr;
+        bool param = func.getArgAttr(index, "loom.param") != nullptr;
+        int64_t size = *mesh->getAxisSize(dataAxis);
+        if (!name && ((state && zero >= 1) || (param && zero >= 3)) &&
+            type.getDimSize(0) % size == 0) {
+          sharding::DimAxes axes = sharding::replicated(type);
+          axes[0].push_back(axis);
+          func.setArgAttr(index, sharding::kShardingAttr,
+                          sharding::toAttr(context, meshRef, axes));
+          if (param)
+            func.setArgAttr(index, "loom.gather_for_use",
+                            UnitAttr::get(context));
+          continue;
+        }
+        if (!name)
           continue;
         sharding::DimAxes axes = sharding::replicated(type);
         axes[0].push_back(axis);

@@ -13,7 +13,7 @@
 // CHECK-SAME: %[[STEP:.*]]: tensor<i64> {loom.state = "step"}
 // CHECK-SAME: %[[BUF:.*]]: tensor<3x2xf32> {loom.state = "w.momentum"}
 // CHECK-SAME: -> (tensor<f32> {loom.output = "loss"}, tensor<f32> {loom.output = "lr"}, tensor<3x2xf32> {loom.output = "w.next", loom.update = "w"}, tensor<3x2xf32> {loom.output = "w.momentum.next", loom.update = "w.momentum"}, tensor<i64> {loom.output = "step.next", loom.update = "step"})
-// CHECK: loom.matmul %[[X]], %{{.*}} {transpose_lhs}
+// CHECK: loom.matmul %[[X]], %{{.*}} {loom.gradient = "w", transpose_lhs}
 // CHECK-LABEL: func.func @eval_step
 // CHECK-SAME: -> (tensor<f32> {loom.output = "loss"})
 

@@ -2,8 +2,9 @@
 
 // Data parallelism on a linear layer: the forward runs on the local half of
 // the batch; the weight gradient contracts over the split batch, so its
-// partial sums are all-reduced before they meet the replicated weight in the
-// update. The mean loss is an average of the per-device means.
+// partial sums are all-reduced where they meet the replicated weight in the
+// update. The mean loss is an average of the per-device means, completed
+// where it is returned.
 
 loom.mesh @mesh = <dp = 2>
 // CHECK-LABEL: func.func @train_step
@@ -15,12 +16,12 @@ func.func @train_step(
   // CHECK: %[[Y:.*]] = loom.matmul %[[X]], %[[W]] : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
   %y = loom.matmul %x, %w : (tensor<8x3xf32>, tensor<3x2xf32>) -> tensor<8x2xf32>
   // CHECK: %[[L:.*]] = loom.reduce_mean %[[Y]] {{.*}} -> tensor<f32>
-  // CHECK: %[[LOSS:.*]] = loom.all_reduce avg %[[L]] on @mesh ["dp"] : tensor<f32>
   %loss = loom.reduce_mean %y {axes = array<i64>} : (tensor<8x2xf32>) -> tensor<f32>
   // CHECK: %[[G:.*]] = loom.matmul %[[X]], %[[Y]] {transpose_lhs} : (tensor<4x3xf32>, tensor<4x2xf32>) -> tensor<3x2xf32>
   // CHECK: %[[GRAD:.*]] = loom.all_reduce sum %[[G]] on @mesh ["dp"] : tensor<3x2xf32>
   %g = loom.matmul %x, %y {transpose_lhs} : (tensor<8x3xf32>, tensor<8x2xf32>) -> tensor<3x2xf32>
   // CHECK: %[[NEW:.*]] = loom.sub %[[W]], %[[GRAD]]
+  // CHECK: %[[LOSS:.*]] = loom.all_reduce avg %[[L]] on @mesh ["dp"] : tensor<f32>
   %new = loom.sub %w, %g : (tensor<3x2xf32>, tensor<3x2xf32>) -> tensor<3x2xf32>
   // CHECK: return %[[LOSS]], %[[NEW]]
   return %loss, %new : tensor<f32>, tensor<3x2xf32>
@@ -63,16 +64,46 @@ func.func @gather_for_softmax(
 // -----
 
 // Dropout has no sharding rule (its mask depends on the global element
-// index), so it computes whole; using its output with a split value would
-// need the device's index, which is an error.
+// index), so it computes whole, and the split add takes its local block.
 
 loom.mesh @mesh = <dp = 2>
+// CHECK-LABEL: func.func @whole_meets_split
 func.func @whole_meets_split(
     %x: tensor<8x4xf32> {loom.sharding = #loom.sharding<@mesh, [{dp}, {}]>},
     %r: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // expected-note @+1 {{computed here}}
+  // CHECK: %[[D:.*]], %{{.*}} = loom.dropout %{{.*}} : (tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xi1>)
+  // CHECK: %[[B:.*]] = loom.local_block %[[D]] on @mesh ["dp"] {dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
+  // CHECK: loom.add %{{.*}}, %[[B]] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %d, %mask = loom.dropout %r {ratio = 5.000000e-01 : f64} : (tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xi1>)
-  // expected-error @+1 {{cannot partition: operand #1 must be split along dimension 0 over mesh axis {dp}, but it is computed whole}}
   %y = loom.add %x, %d : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   return %y : tensor<8x4xf32>
+}
+
+// -----
+
+// ZeRO: optimizer state split along dimension 0, the parameter replicated.
+// The gradient's partial sums meet the split state, so a reduce_scatter
+// completes them (each device keeps its block); the updated block of the
+// parameter is gathered whole again for the result that replaces it.
+
+loom.mesh @mesh = <dp = 2>
+// CHECK-LABEL: func.func @sharded_update
+// CHECK-SAME: %[[M:[a-z0-9]+]]: tensor<2x2xf32> {loom.sharding = #loom.sharding<@mesh, [{dp}, {}]>, loom.state = "w.m"}
+func.func @sharded_update(
+    %x: tensor<8x4xf32> {loom.sharding = #loom.sharding<@mesh, [{dp}, {}]>},
+    %w: tensor<4x2xf32> {loom.param = "w"},
+    %m: tensor<4x2xf32> {loom.state = "w.m", loom.sharding = #loom.sharding<@mesh, [{dp}, {}]>},
+    %y: tensor<8x2xf32> {loom.sharding = #loom.sharding<@mesh, [{dp}, {}]>})
+    -> (tensor<4x2xf32> {loom.update = "w"}, tensor<4x2xf32> {loom.update = "w.m"}) {
+  // CHECK: %[[G:.*]] = loom.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<4x4xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  // CHECK: %[[GB:.*]] = loom.reduce_scatter sum %[[G]] on @mesh ["dp"] {scatter_dim = 0 : i64} : tensor<4x2xf32> -> tensor<2x2xf32>
+  // CHECK: %[[M2:.*]] = loom.add %[[M]], %[[GB]] : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  // CHECK: %[[WB:.*]] = loom.local_block %{{.*}} on @mesh ["dp"] {dim = 0 : i64} : tensor<4x2xf32> -> tensor<2x2xf32>
+  // CHECK: %[[W2:.*]] = loom.sub %[[WB]], %[[M2]] : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+  // CHECK: %[[WALL:.*]] = loom.all_gather %[[W2]] on @mesh ["dp"] {gather_dim = 0 : i64} : tensor<2x2xf32> -> tensor<4x2xf32>
+  // CHECK: return %[[WALL]], %[[M2]]
+  %g = loom.matmul %x, %y {transpose_lhs} : (tensor<8x4xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %m2 = loom.add %m, %g : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %w2 = loom.sub %w, %m2 : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %w2, %m2 : tensor<4x2xf32>, tensor<4x2xf32>
 }

@@ -436,6 +436,32 @@ int runTrain(int argc, char **argv) {
                 " to train on " + std::to_string(world) + " ranks");
   // Only rank 0 prints, writes metrics, plots and checkpoints.
   bool leader = rank == 0;
+  /// The whole (logical) shape of a tensor that ZeRO may split along
+  /// dimension 0, and this rank's block.
+  struct Block {
+    std::vector<int64_t> shape;
+    int64_t index = 0, count = 1;
+  };
+  auto blockOf = [&](loom_session_t *session, const TensorInfo &t) {
+    Block block;
+    block.shape.assign(t.info.shape, t.info.shape + t.info.rank);
+    if (t.info.rank > 0 &&
+        take(loom_session_tensor_shard(session, t.index, 0, &block.index,
+                                       &block.count))
+            .empty())
+      block.shape[0] *= block.count;
+    return block;
+  };
+  /// The whole value of a tensor: a collective when it is split.
+  auto wholeOf = [&](loom_session_t *session, const TensorInfo &t,
+                     npy::Array &out) -> std::string {
+    Block block = blockOf(session, t);
+    out.dtype = t.info.dtype;
+    out.shape = block.shape;
+    out.data.resize(t.info.bytes * block.count);
+    return take(loom_session_tensor_gather(session, t.index, out.data.data(),
+                                           out.data.size()));
+  };
   raw_ostream &log = leader ? outs() : nulls();
   /// Sets the inputs of `session` from a loader's global batch.
   auto bind = [&](loom_session_t *session,
@@ -505,15 +531,19 @@ int runTrain(int argc, char **argv) {
         return fail("checkpoint " + resume + " does not match " + bundle +
                     ": it has no tensor \"" + name + "\"");
       const npy::Array &a = it->second;
-      if (a.dtype != info.dtype ||
-          a.shape != std::vector<int64_t>(info.shape, info.shape + info.rank))
+      Block block = blockOf(train.get(), tensors[name]);
+      if (a.dtype != info.dtype || a.shape != block.shape)
         return fail("checkpoint " + resume + " does not match " + bundle +
                     ": \"" + name + "\" is " + loom_dtype_name(a.dtype) + " " +
                     shapeText(a.shape.data(), a.shape.size()) +
                     " there but " + loom_dtype_name(info.dtype) + " " +
-                    shapeText(info.shape, info.rank) + " in the bundle");
+                    shapeText(block.shape.data(), block.shape.size()) +
+                    " in the bundle");
+      // Checkpoints hold whole tensors; a split one takes its block.
+      size_t blockBytes = a.data.size() / block.count;
       if (std::string e = take(loom_session_set_tensor(
-              train.get(), tensors[name].index, a.data.data(), a.data.size()));
+              train.get(), tensors[name].index,
+              a.data.data() + blockBytes * block.index, blockBytes));
           !e.empty())
         return fail(e);
     }
@@ -535,22 +565,19 @@ int runTrain(int argc, char **argv) {
     log << "resumed from " << resume << " at step " << step << "\n";
   }
 
+  // Every rank takes part (split tensors are gathered); rank 0 writes.
   auto saveCheckpoint = [&](const std::string &file) -> bool {
     train::Checkpoint ckpt;
     for (const std::string &name : stateNames) {
-      const loom_tensor_info_t &info = tensors[name].info;
-      const void *ptr;
-      size_t bytes;
-      if (!take(loom_session_tensor_data(train.get(), tensors[name].index,
-                                         &ptr, &bytes))
-               .empty())
-        return false;
       npy::Array a;
-      a.dtype = info.dtype;
-      a.shape.assign(info.shape, info.shape + info.rank);
-      a.data.assign((const char *)ptr, (const char *)ptr + bytes);
+      if (std::string e = wholeOf(train.get(), tensors[name], a); !e.empty()) {
+        fail(e);
+        return false;
+      }
       ckpt.tensors[name] = std::move(a);
     }
+    if (!leader)
+      return true;
     train::Position at = loader.position();
     ckpt.numbers = {{"step", (double)step},
                     {"epoch", (double)at.epoch},
@@ -572,9 +599,7 @@ int runTrain(int argc, char **argv) {
     }
     return true;
   };
-  if (!leader)
-    checkpointDir.setValue("");
-  if (!checkpointDir.empty())
+  if (!checkpointDir.empty() && leader)
     if (std::error_code ec = sys::fs::create_directories(checkpointDir))
       return fail("cannot create " + checkpointDir + ": " + ec.message());
 
@@ -741,9 +766,7 @@ int runTrain(int argc, char **argv) {
         return 1;
   }
 
-  if (!leader)
-    return 0;
-  if (!plotPath.empty()) {
+  if (!plotPath.empty() && leader) {
     std::vector<Curve> curves{trainCurve};
     if (!valCurve.points.empty())
       curves.push_back(valCurve);
@@ -752,21 +775,17 @@ int runTrain(int argc, char **argv) {
     outs() << "wrote " << plotPath << " (training loss blue, validation red)\n";
   }
   if (!saveParams.empty()) {
-    if (std::error_code ec = sys::fs::create_directories(saveParams))
-      return fail("cannot create " + saveParams + ": " + ec.message());
+    if (leader)
+      if (std::error_code ec = sys::fs::create_directories(saveParams))
+        return fail("cannot create " + saveParams + ": " + ec.message());
     for (auto &[name, t] : tensors) {
       if (t.info.kind != LOOM_TENSOR_PARAMETER)
         continue;
-      const void *ptr;
-      size_t bytes;
-      if (std::string e = take(loom_session_tensor_data(train.get(), t.index,
-                                                        &ptr, &bytes));
-          !e.empty())
-        return fail(e);
       npy::Array a;
-      a.dtype = t.info.dtype;
-      a.shape.assign(t.info.shape, t.info.shape + t.info.rank);
-      a.data.assign((const char *)ptr, (const char *)ptr + bytes);
+      if (std::string e = wholeOf(train.get(), t, a); !e.empty())
+        return fail(e);
+      if (!leader)
+        continue;
       std::string file = name;
       for (char &c : file)
         if (c == '/' || c == ':' || c == '\\')

@@ -149,6 +149,19 @@ static cl::opt<int64_t>
                          "gradient)"),
                 cl::init(4 << 20), cl::cat(parallelCategory));
 
+static cl::opt<int64_t>
+    zeroStage("zero",
+              cl::desc("ZeRO stage over the data axis: 1 shards optimizer "
+                       "state, 2 also gradients (reduce_scatter), 3 also "
+                       "parameters (all_gather before use); default 0"),
+              cl::init(0), cl::cat(parallelCategory));
+static cl::opt<bool>
+    memoryReport("report",
+                 cl::desc("Print the bytes one rank holds for train_step: "
+                          "parameters, gradients, optimizer state, peak "
+                          "activations"),
+                 cl::cat(parallelCategory));
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
@@ -218,6 +231,12 @@ int main(int argc, char **argv) {
   options.mesh = mesh;
   options.dataAxis = dataAxis;
   options.bucketBytes = bucketBytes;
+  options.zero = zeroStage;
+  options.report = memoryReport;
+  if (zeroStage && mesh.empty()) {
+    WithColor::error(errs(), "loomc") << "--zero needs --mesh\n";
+    return 1;
+  }
 
   mlir::DialectRegistry registry;
   mlir::loom::registerAllDialects(registry);

@@ -77,6 +77,11 @@ struct CompilerOptions {
   /// Gradient all-reduces are fused into buckets of up to this many bytes
   /// (0: one collective per gradient).
   int64_t bucketBytes = 4 << 20;
+  /// ZeRO stage (0-3) over the data axis.
+  int64_t zero = 0;
+  /// Print per-rank memory (parameters, gradients, optimizer state, peak
+  /// activations) of the training step.
+  bool report = false;
 };
 
 /// Loads `options.inputPath`: `.mlir` files are parsed, anything else is
