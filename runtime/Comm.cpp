@@ -396,6 +396,60 @@ Rendezvous rendezvousFromEnvironment() {
   return r;
 }
 
+Store::~Store() = default;
+
+namespace {
+/// The rendezvous store behind Loom's Store interface.
+class RendezvousStore : public Store {
+public:
+  explicit RendezvousStore(const Rendezvous &r) : rendezvous(r) {
+    if (r.store == "file") {
+      ::mkdir(r.path.c_str(), 0755);
+      store = std::make_shared<gloo::rendezvous::FileStore>(r.path);
+    } else {
+      store = std::make_shared<TcpStore>(r);
+    }
+  }
+  void set(const std::string &key, const std::vector<char> &value) override {
+    try {
+      store->set(rendezvous.prefix + "/" + key, value);
+    } catch (const std::exception &e) {
+      throw Error("rank " + std::to_string(rendezvous.rank) +
+                  ": cannot publish \"" + key + "\": " + e.what());
+    }
+  }
+  std::vector<char> get(const std::string &key) override {
+    std::string full = rendezvous.prefix + "/" + key;
+    try {
+      store->wait({full}, rendezvous.timeout);
+      return store->get(full);
+    } catch (const Error &) {
+      throw;
+    } catch (const std::exception &e) {
+      throw Error("rank " + std::to_string(rendezvous.rank) + ": no \"" + key +
+                  "\" in the rendezvous store: " + e.what());
+    }
+  }
+
+private:
+  Rendezvous rendezvous;
+  std::shared_ptr<gloo::rendezvous::Store> store;
+};
+} // namespace
+
+std::unique_ptr<Store> openStore(const Rendezvous &rendezvous) {
+  return std::make_unique<RendezvousStore>(rendezvous);
+}
+
+#ifndef LOOM_HAVE_NCCL
+bool haveNccl() { return false; }
+
+std::unique_ptr<Communicator> connectNccl(const Rendezvous &, int) {
+  throw Error("this build of Loom has no NCCL engine (CMake found no CUDA "
+              "toolkit with NCCL); use Gloo");
+}
+#endif
+
 std::unique_ptr<Communicator> connectGloo(const Rendezvous &rendezvous) {
   return std::make_unique<GlooCommunicator>(rendezvous);
 }

@@ -24,6 +24,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace loom::comm {
 
@@ -83,6 +84,28 @@ public:
 /// Connects to every other rank through Gloo's TCP transport after the
 /// rendezvous; throws Error if a peer is missing after the timeout.
 std::unique_ptr<Communicator> connectGloo(const Rendezvous &rendezvous);
+
+/// The rendezvous's key/value store, for engines that exchange more than
+/// Gloo does (NCCL's unique id). Keys are scoped by the rendezvous prefix.
+class Store {
+public:
+  virtual ~Store();
+  virtual void set(const std::string &key, const std::vector<char> &value) = 0;
+  /// Waits up to the rendezvous timeout for `key`; throws Error after it.
+  virtual std::vector<char> get(const std::string &key) = 0;
+};
+std::unique_ptr<Store> openStore(const Rendezvous &rendezvous);
+
+/// Whether this build has the NCCL engine (CMake found CUDA and NCCL).
+bool haveNccl();
+
+/// Connects to every other rank through NCCL on CUDA device `device`, after
+/// exchanging NCCL's unique id through the rendezvous store. Its collectives
+/// take device pointers and wait for completion up to the rendezvous
+/// timeout, then abort the communicator and throw Error (no hang). Throws
+/// Error in a build without NCCL.
+std::unique_ptr<Communicator> connectNccl(const Rendezvous &rendezvous,
+                                          int device);
 
 } // namespace loom::comm
 
