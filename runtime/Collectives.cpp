@@ -7,13 +7,25 @@
 // recorded and loom_session_run returns it as LOOM_STATUS_UNAVAILABLE,
 // since generated code has no way to return an error.
 //
+// Every collective runs on one background thread per process, in the order
+// the program issues them (the same on every rank, so they match up). A
+// synchronous collective waits for its turn and its result; a started
+// all-reduce (loom.all_reduce_start) returns at once, so the computation
+// after it overlaps with the communication until its loom.wait.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Collectives.h"
 
 #include "loom/runtime.h"
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 namespace loom::rt {
@@ -116,16 +128,96 @@ loom::comm::Communicator *communicatorFor(int64_t groupSize, const char *what,
   return nullptr;
 }
 
-/// Runs `fn` (a communicator call), recording its failure.
-template <typename Fn> bool guarded(Fn &&fn) {
-  try {
-    fn();
-    return true;
-  } catch (const loom::comm::Error &e) {
-    loom::rt::collectiveError = e.what();
-    return false;
+/// The process's collectives, run one after another on a worker thread in
+/// the order they were issued.
+class CollectiveQueue {
+public:
+  static CollectiveQueue &get() {
+    static CollectiveQueue queue;
+    return queue;
   }
+
+  /// Queues `task` (which returns an error message, empty on success);
+  /// returns the ticket to wait for.
+  uint64_t submit(std::function<std::string()> task) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!worker.joinable())
+      worker = std::thread([this] { loop(); });
+    tasks.emplace_back(nextTicket, std::move(task));
+    changed.notify_all();
+    return nextTicket++;
+  }
+
+  /// Blocks until `ticket` ran; returns its error message.
+  std::string wait(uint64_t ticket) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return finished >= ticket; });
+    std::string error;
+    if (auto it = errors.find(ticket); it != errors.end()) {
+      error = std::move(it->second);
+      errors.erase(it);
+    }
+    return error;
+  }
+
+  ~CollectiveQueue() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+      changed.notify_all();
+    }
+    if (worker.joinable())
+      worker.join();
+  }
+
+private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      changed.wait(lock, [&] { return stopping || !tasks.empty(); });
+      if (tasks.empty())
+        return;
+      auto [ticket, task] = std::move(tasks.front());
+      tasks.pop_front();
+      lock.unlock();
+      std::string error = task();
+      lock.lock();
+      if (!error.empty())
+        errors[ticket] = std::move(error);
+      finished = ticket;
+      changed.notify_all();
+    }
+  }
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::deque<std::pair<uint64_t, std::function<std::string()>>> tasks;
+  std::map<uint64_t, std::string> errors;
+  uint64_t nextTicket = 1, finished = 0;
+  bool stopping = false;
+  std::thread worker;
+};
+
+/// Runs `fn` (a communicator call) in its turn on the collective thread and
+/// waits for it, recording its failure.
+template <typename Fn> bool guarded(Fn &&fn) {
+  CollectiveQueue &queue = CollectiveQueue::get();
+  std::string error = queue.wait(queue.submit([&]() -> std::string {
+    try {
+      fn();
+      return "";
+    } catch (const loom::comm::Error &e) {
+      return e.what();
+    }
+  }));
+  if (error.empty())
+    return true;
+  loom::rt::collectiveError = error;
+  return false;
 }
+
+/// The tickets of started all-reduces, by their output buffer.
+thread_local std::map<const void *, uint64_t> pending;
 
 /// loom::ReductionKind (sum, prod, max, min, avg) as a communicator op.
 bool reduceOpOf(int64_t reduction, loom::comm::ReduceOp &op) {
@@ -257,4 +349,53 @@ _mlir_ciface_loom_rt_local_block_f32(Unranked *in, Unranked *out, int64_t dim,
     whole[dim] += offset;
     dst.at(index) = src.at(whole);
   });
+}
+
+/// Starts out = the group's `in` combined by `reduction`: `in` is copied at
+/// once, the reduction runs on the collective thread, and `out` may be read
+/// only after _mlir_ciface_loom_rt_wait_f32(out).
+extern "C" LOOM_API void
+_mlir_ciface_loom_rt_all_reduce_start_f32(Unranked *in, Unranked *out,
+                                          int64_t reduction,
+                                          int64_t groupSize) {
+  using namespace loom;
+  if (!rt::collectiveError.empty())
+    return;
+  View src(*in), dst(*out);
+  auto values = std::make_shared<std::vector<float>>(src.packed());
+  bool alone;
+  comm::Communicator *c = communicatorFor(groupSize, "all-reduce", alone);
+  comm::ReduceOp op;
+  if (alone) {
+    dst.unpack(*values);
+    return;
+  }
+  if (!c || !reduceOpOf(reduction, op))
+    return;
+  CollectiveQueue &queue = CollectiveQueue::get();
+  pending[dst.data] = queue.submit([=]() -> std::string {
+    try {
+      c->allReduce(values->data(), values->size(), op);
+    } catch (const comm::Error &e) {
+      return e.what();
+    }
+    if (reduction == 4) // avg
+      for (float &v : *values)
+        v /= (float)groupSize;
+    dst.unpack(*values);
+    return "";
+  });
+}
+
+/// Waits for the started collective that writes `buffer` (none: returns).
+extern "C" LOOM_API void _mlir_ciface_loom_rt_wait_f32(Unranked *buffer) {
+  using namespace loom;
+  View view(*buffer);
+  auto it = pending.find(view.data);
+  if (it == pending.end())
+    return;
+  std::string error = CollectiveQueue::get().wait(it->second);
+  pending.erase(it);
+  if (!error.empty() && rt::collectiveError.empty())
+    rt::collectiveError = error;
 }

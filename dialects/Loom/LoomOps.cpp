@@ -1098,6 +1098,24 @@ ReduceScatterOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 LogicalResult
+AllReduceStartOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return resolveMesh(*this, symbols, getMeshAttr(), getMeshAxes());
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  if (!getResult().hasOneUse() || !isa<WaitOp>(*getResult().getUsers().begin()))
+    return emitOpError("result must be used by exactly one loom.wait");
+  return success();
+}
+
+LogicalResult WaitOp::verify() {
+  if (!getInput().getDefiningOp<AllReduceStartOp>())
+    return emitOpError("waits for a value that no loom.all_reduce_start "
+                       "produces");
+  return success();
+}
+
+LogicalResult
 LocalBlockOp::verifySymbolUses(SymbolTableCollection &symbols) {
   auto mesh = resolveMesh(*this, symbols, getMeshAttr(), getMeshAxes());
   if (failed(mesh))

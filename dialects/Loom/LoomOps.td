@@ -741,6 +741,35 @@ def Loom_AllReduceOp : Loom_CollectiveOp<"all_reduce", [SameOperandsAndResultTyp
   let assemblyFormat = "$reduction $input `on` $mesh $mesh_axes attr-dict `:` type($input)";
 }
 
+def Loom_AllReduceStartOp : Loom_CollectiveOp<"all_reduce_start",
+                                               [SameOperandsAndResultType]> {
+  let summary = "starts an all_reduce that completes at its loom.wait";
+  let description = [{
+    The asynchronous form of `loom.all_reduce`, for overlapping gradient
+    communication with the rest of the backward pass: the result is in
+    flight and may only be used by one `loom.wait`, which yields the reduced
+    value. Ranks run collectives in the order they start them.
+    ```mlir
+    %f = loom.all_reduce_start sum %g on @mesh ["dp"] : tensor<1024xf32>
+    ...
+    %r = loom.wait %f : tensor<1024xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,
+                       StrArrayAttr:$mesh_axes, Loom_ReductionKind:$reduction);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = "$reduction $input `on` $mesh $mesh_axes attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Loom_WaitOp : Loom_Op<"wait", [SameOperandsAndResultType]> {
+  let summary = "the value of a started collective, once it has finished";
+  let arguments = (ins Loom_Tensor:$input);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Loom_AllGatherOp : Loom_CollectiveOp<"all_gather"> {
   let summary = "concatenates the group's values along `gather_dim`";
   let arguments = (ins Loom_Tensor:$input, FlatSymbolRefAttr:$mesh,

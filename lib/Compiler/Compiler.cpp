@@ -123,6 +123,7 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       pm.addPass(createLoomMemoryReportPass());
     LoomBucketAllReducesPassOptions buckets;
     buckets.bucketBytes = options.bucketBytes;
+    buckets.overlap = options.overlap;
     if (options.bucketBytes > 0)
       pm.addPass(createLoomBucketAllReducesPass(buckets));
     if (failed(pm.run(*module)))

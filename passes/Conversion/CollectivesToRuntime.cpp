@@ -81,6 +81,9 @@ KernelCall kernelFor(ReduceScatterOp op) {
           {(int64_t)op.getScatterDim(), (int64_t)op.getReduction()}};
 }
 
+KernelCall kernelFor(AllReduceStartOp op) {
+  return {"loom_rt_all_reduce_start_f32", {(int64_t)op.getReduction()}};
+}
 KernelCall kernelFor(LocalBlockOp op) {
   return {"loom_rt_local_block_f32", {(int64_t)op.getDim()}};
 }
@@ -165,6 +168,60 @@ struct CollectiveBufferization
   }
 };
 
+/// Bufferizes loom.wait in place: its buffer is the started collective's
+/// output, which `loom_rt_wait_f32` blocks on until it is written.
+struct WaitBufferization
+    : BufferizableOpInterface::ExternalModel<WaitBufferization, WaitOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return true;
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &,
+                                      const AnalysisState &) const {
+    return {{op->getResult(0), BufferRelation::Equivalent}};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto wait = cast<WaitOp>(op);
+    FailureOr<Value> buffer =
+        getBuffer(rewriter, wait.getInput(), options, state);
+    if (failed(buffer))
+      return failure();
+    Location loc = op->getLoc();
+    auto type = cast<MemRefType>(buffer->getType());
+    int64_t dyn = ShapedType::kDynamic;
+    SmallVector<int64_t> dims(type.getRank(), dyn);
+    auto anyLayout = MemRefType::get(
+        dims, type.getElementType(),
+        StridedLayoutAttr::get(op->getContext(), dyn, dims));
+    Value strided = memref::CastOp::create(rewriter, loc, anyLayout, *buffer);
+    Value unranked = memref::CastOp::create(
+        rewriter, loc, UnrankedMemRefType::get(type.getElementType(), 0),
+        strided);
+    auto module = op->getParentOfType<ModuleOp>();
+    StringRef name = "loom_rt_wait_f32";
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      callee = func::FuncOp::create(
+          rewriter, loc, name,
+          rewriter.getFunctionType({unranked.getType()}, {}));
+      callee.setPrivate();
+      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+    }
+    func::CallOp::create(rewriter, loc, callee, unranked);
+    replaceOpWithBufferizedValues(rewriter, op, *buffer);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::loom::registerCollectiveBufferizationModels(
@@ -178,5 +235,8 @@ void mlir::loom::registerCollectiveBufferizationModels(
         CollectiveBufferization<ReduceScatterOp>>(*context);
     LocalBlockOp::attachInterface<CollectiveBufferization<LocalBlockOp>>(
         *context);
+    AllReduceStartOp::attachInterface<
+        CollectiveBufferization<AllReduceStartOp>>(*context);
+    WaitOp::attachInterface<WaitBufferization>(*context);
   });
 }

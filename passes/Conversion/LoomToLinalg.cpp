@@ -1807,7 +1807,7 @@ struct ConvertLoomToLinalgPass
     getOperation().walk([&](Operation *op) {
       if (isa<LoomDialect>(op->getDialect()) &&
           !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-               LocalBlockOp>(op)) {
+               LocalBlockOp, AllReduceStartOp, WaitOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";
         failedAny = true;
       }

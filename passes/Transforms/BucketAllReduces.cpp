@@ -10,6 +10,12 @@
 // else is unchanged; buckets of the backward pass are therefore issued while
 // later gradients are still being computed, in the same order on every rank.
 //
+// Each all-reduce is first moved up to right after the op that computes its
+// operand, so buckets follow the order gradients are produced. With `overlap`
+// a bucket becomes `loom.all_reduce_start`, and its `loom.wait` goes right
+// before the first use of a result: the collective runs on the runtime's
+// collective thread while the backward pass goes on.
+//
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
@@ -40,10 +46,12 @@ Key keyOf(AllReduceOp op) {
 
 class Bucketer {
 public:
-  explicit Bucketer(int64_t capacity) : capacity(capacity) {}
+  Bucketer(int64_t capacity, bool overlap)
+      : capacity(capacity), overlap(overlap) {}
 
   void run(Block &block) {
     sinkThroughReshapes(block);
+    hoistToOperands(block);
     for (Operation &op : llvm::make_early_inc_range(block)) {
       bool usesBucket = llvm::any_of(op.getOperands(), [&](Value v) {
         Operation *def = v.getDefiningOp();
@@ -68,6 +76,15 @@ public:
   int64_t fused = 0;
 
 private:
+  /// Moves every all-reduce of a computed value right after the op
+  /// computing it, the earliest point it can be issued.
+  static void hoistToOperands(Block &block) {
+    for (auto reduce : llvm::make_early_inc_range(block.getOps<AllReduceOp>()))
+      if (Operation *def = reduce.getInput().getDefiningOp())
+        if (def->getBlock() == &block)
+          reduce->moveAfter(def);
+  }
+
   /// `reshape(all_reduce(x))` is `all_reduce(reshape(x))`, and likewise for
   /// transposes: moving the collective after the reshape that follows a bias
   /// gradient, or the transpose that follows a weight gradient, keeps them
@@ -98,7 +115,7 @@ private:
   }
 
   void flush() {
-    if (members.size() > 1)
+    if (members.size() > 1 || (overlap && !members.empty()))
       emit();
     members.clear();
     bytes = 0;
@@ -124,9 +141,30 @@ private:
                        .getElementType();
     Value joined = ConcatOp::create(
         b, loc, RankedTensorType::get({total}, element), flat, 0);
-    Value reduced = AllReduceOp::create(b, loc, joined, last.getMeshAttr(),
-                                        last.getMeshAxes(),
-                                        last.getReductionAttr());
+    Value reduced;
+    if (overlap) {
+      // Started here, awaited before the first use of any member.
+      Operation *firstUse = nullptr;
+      for (Operation *op = last->getNextNode(); op && !firstUse;
+           op = op->getNextNode())
+        if (llvm::any_of(op->getOperands(), [&](Value v) {
+              return llvm::is_contained(members, v.getDefiningOp());
+            }))
+          firstUse = op;
+      Value started = AllReduceStartOp::create(b, loc, joined,
+                                               last.getMeshAttr(),
+                                               last.getMeshAxes(),
+                                               last.getReductionAttr());
+      if (firstUse)
+        b.setInsertionPoint(firstUse);
+      else
+        b.setInsertionPoint(last->getBlock()->getTerminator());
+      reduced = WaitOp::create(b, loc, started);
+    } else {
+      reduced = AllReduceOp::create(b, loc, joined, last.getMeshAttr(),
+                                    last.getMeshAxes(),
+                                    last.getReductionAttr());
+    }
     SmallVector<Type> pieceTypes;
     for (int64_t n : sizes)
       pieceTypes.push_back(RankedTensorType::get({n}, element));
@@ -143,6 +181,7 @@ private:
   }
 
   int64_t capacity;
+  bool overlap;
   SmallVector<AllReduceOp> members;
   int64_t bytes = 0;
   Key key;
@@ -157,7 +196,7 @@ struct LoomBucketAllReducesPass
       if (func.isExternal())
         continue;
       for (Block &block : func.getBody()) {
-        Bucketer bucketer(bucketBytes);
+        Bucketer bucketer(bucketBytes, overlap);
         bucketer.run(block);
       }
     }

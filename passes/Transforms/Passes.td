@@ -230,7 +230,11 @@ def LoomBucketAllReducesPass : Pass<"loom-bucket-all-reduces", "::mlir::ModuleOp
     concatenated, reduced once, and split back. A bucket is emitted right
     after its last member as soon as something uses one of its results or it
     holds `bucket-bytes`, so nothing else moves and every rank issues the
-    same collectives in the same order.
+    same collectives in the same order. All-reduces are first moved up to
+    the op computing their operand, so buckets follow the backward pass.
+    With `overlap`, buckets are started there (`loom.all_reduce_start`) and
+    awaited (`loom.wait`) at their first use, and the runtime runs them on
+    its collective thread meanwhile.
 
     Input:
     ```mlir
@@ -251,6 +255,9 @@ def LoomBucketAllReducesPass : Pass<"loom-bucket-all-reduces", "::mlir::ModuleOp
   let options = [
     Option<"bucketBytes", "bucket-bytes", "int64_t", "4194304",
            "largest bucket in bytes (default 4 MiB)">,
+    Option<"overlap", "overlap", "bool", "false",
+           "start each bucket (loom.all_reduce_start) where its last gradient "
+           "is produced and wait for it at its first use">,
   ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }

@@ -149,6 +149,13 @@ static cl::opt<int64_t>
                          "gradient)"),
                 cl::init(4 << 20), cl::cat(parallelCategory));
 
+static cl::opt<bool>
+    overlap("overlap",
+            cl::desc("Overlap gradient all-reduces with the backward pass: "
+                     "each bucket starts where its last gradient is produced "
+                     "and is awaited at its first use (default true; "
+                     "--overlap=false waits at once)"),
+            cl::init(true), cl::cat(parallelCategory));
 static cl::opt<int64_t>
     zeroStage("zero",
               cl::desc("ZeRO stage over the data axis: 1 shards optimizer "
@@ -232,6 +239,7 @@ int main(int argc, char **argv) {
   options.dataAxis = dataAxis;
   options.bucketBytes = bucketBytes;
   options.zero = zeroStage;
+  options.overlap = overlap;
   options.report = memoryReport;
   if (zeroStage && mesh.empty()) {
     WithColor::error(errs(), "loomc") << "--zero needs --mesh\n";

@@ -77,6 +77,9 @@ struct CompilerOptions {
   /// Gradient all-reduces are fused into buckets of up to this many bytes
   /// (0: one collective per gradient).
   int64_t bucketBytes = 4 << 20;
+  /// Start each bucket where its last gradient is produced and wait for it
+  /// at its first use, overlapping communication with the backward pass.
+  bool overlap = true;
   /// ZeRO stage (0-3) over the data axis.
   int64_t zero = 0;
   /// Print per-rank memory (parameters, gradients, optimizer state, peak
