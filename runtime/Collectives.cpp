@@ -32,6 +32,7 @@ namespace loom::rt {
 
 thread_local comm::Communicator *currentCommunicator = nullptr;
 thread_local std::string collectiveError;
+thread_local std::vector<int64_t> currentMesh;
 
 } // namespace loom::rt
 
@@ -104,28 +105,90 @@ struct View {
 };
 
 
-/// The communicator for a collective over `groupSize` ranks, or null with
-/// the reason recorded (not distributed, another number of ranks). A group
-/// of one needs none.
-loom::comm::Communicator *communicatorFor(int64_t groupSize, const char *what,
+/// Communicators over parts of the mesh, by the run's communicator and the
+/// group's name; made the first time a collective needs one.
+std::map<std::pair<loom::comm::Communicator *, std::string>,
+         std::unique_ptr<loom::comm::Communicator>>
+    subgroups;
+std::mutex subgroupsMutex;
+
+/// The group of this rank along the mesh axes in `axesMask` (bit i: axis i):
+/// the ranks that share its coordinates on the other axes, ordered by their
+/// coordinates on the group's axes (row-major, as the mesh). Empty when the
+/// mesh does not describe the run.
+std::vector<int> groupOf(int rank, int worldSize, int64_t axesMask,
+                         std::string &name) {
+  const std::vector<int64_t> &mesh = loom::rt::currentMesh;
+  int64_t devices = 1;
+  for (int64_t size : mesh)
+    devices *= size;
+  if (mesh.empty() || devices != worldSize)
+    return {};
+  auto coords = [&](int r) {
+    std::vector<int64_t> c(mesh.size());
+    for (size_t a = mesh.size(); a-- > 0;) {
+      c[a] = r % mesh[a];
+      r /= (int)mesh[a];
+    }
+    return c;
+  };
+  std::vector<int64_t> mine = coords(rank);
+  std::vector<int> ranks;
+  for (int r = 0; r < worldSize; ++r) {
+    std::vector<int64_t> other = coords(r);
+    bool same = true;
+    for (size_t a = 0; a < mesh.size(); ++a)
+      same &= (axesMask >> a & 1) || other[a] == mine[a];
+    if (same)
+      ranks.push_back(r);
+  }
+  name = "axes" + std::to_string(axesMask);
+  for (size_t a = 0; a < mesh.size(); ++a)
+    if (!(axesMask >> a & 1))
+      name += "-" + std::to_string(mine[a]);
+  return ranks;
+}
+
+/// The communicator for a collective over `group` ((axes mask << 32) |
+/// number of ranks; a mask of 0 means the whole mesh), or null with the
+/// reason recorded (not distributed, another number of ranks). A group of
+/// one needs none.
+loom::comm::Communicator *communicatorFor(int64_t group, const char *what,
                                          bool &alone) {
   using namespace loom;
+  int64_t groupSize = group & 0xffffffff, axesMask = group >> 32;
   alone = groupSize == 1;
   comm::Communicator *c = rt::currentCommunicator;
   if (alone)
     return nullptr;
   std::string span = std::string("the bundle's ") + what + " spans " +
                      std::to_string(groupSize) + " ranks, but ";
-  if (!c)
+  if (!c) {
     rt::collectiveError =
         span + "the session is not part of a distributed run "
                "(loom_session_options_t.distributed; start the ranks with "
                "loom-run launch or a torchrun-style launcher)";
-  else if (c->size() != groupSize)
-    rt::collectiveError = span + "the run has " + std::to_string(c->size());
-  else
+    return nullptr;
+  }
+  if (c->size() == groupSize)
     return c;
-  return nullptr;
+  std::string name;
+  std::vector<int> ranks = groupOf(c->rank(), c->size(), axesMask, name);
+  if (axesMask == 0 || (int64_t)ranks.size() != groupSize) {
+    rt::collectiveError = span + "the run has " + std::to_string(c->size());
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(subgroupsMutex);
+  auto &sub = subgroups[{c, name}];
+  if (!sub) {
+    try {
+      sub = c->split(ranks, name);
+    } catch (const comm::Error &e) {
+      rt::collectiveError = e.what();
+      return nullptr;
+    }
+  }
+  return sub.get();
 }
 
 /// The process's collectives, run one after another on a worker thread in
@@ -239,14 +302,15 @@ bool reduceOpOf(int64_t reduction, loom::comm::ReduceOp &op) {
 /// prod, max, min, avg) over `groupSize` ranks.
 extern "C" LOOM_API void
 _mlir_ciface_loom_rt_all_reduce_f32(Unranked *in, Unranked *out,
-                                    int64_t reduction, int64_t groupSize) {
+                                    int64_t reduction, int64_t group) {
+  int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return; // an earlier collective of this run failed
   View src(*in), dst(*out);
   std::vector<float> values = src.packed();
   bool alone;
-  comm::Communicator *c = communicatorFor(groupSize, "all-reduce", alone);
+  comm::Communicator *c = communicatorFor(group, "all-reduce", alone);
   comm::ReduceOp op;
   if (!alone) {
     if (!c || !reduceOpOf(reduction, op) ||
@@ -262,14 +326,15 @@ _mlir_ciface_loom_rt_all_reduce_f32(Unranked *in, Unranked *out,
 /// out = the group's `in` concatenated along `dim` in rank order.
 extern "C" LOOM_API void
 _mlir_ciface_loom_rt_all_gather_f32(Unranked *in, Unranked *out, int64_t dim,
-                                    int64_t groupSize) {
+                                    int64_t group) {
+  int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
   View src(*in), dst(*out);
   std::vector<float> mine = src.packed();
   bool alone;
-  comm::Communicator *c = communicatorFor(groupSize, "all-gather", alone);
+  comm::Communicator *c = communicatorFor(group, "all-gather", alone);
   if (alone) {
     dst.unpack(mine);
     return;
@@ -294,13 +359,14 @@ _mlir_ciface_loom_rt_all_gather_f32(Unranked *in, Unranked *out, int64_t dim,
 extern "C" LOOM_API void
 _mlir_ciface_loom_rt_reduce_scatter_f32(Unranked *in, Unranked *out,
                                         int64_t dim, int64_t reduction,
-                                        int64_t groupSize) {
+                                        int64_t group) {
+  int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
   View src(*in), dst(*out);
   bool alone;
-  comm::Communicator *c = communicatorFor(groupSize, "reduce-scatter", alone);
+  comm::Communicator *c = communicatorFor(group, "reduce-scatter", alone);
   if (alone) {
     dst.unpack(src.packed());
     return;
@@ -333,13 +399,14 @@ _mlir_ciface_loom_rt_reduce_scatter_f32(Unranked *in, Unranked *out,
 /// group holds whole): no communication, only the rank's position.
 extern "C" LOOM_API void
 _mlir_ciface_loom_rt_local_block_f32(Unranked *in, Unranked *out, int64_t dim,
-                                     int64_t groupSize) {
+                                     int64_t group) {
+  int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
   View src(*in), dst(*out);
   bool alone;
-  comm::Communicator *c = communicatorFor(groupSize, "local block", alone);
+  comm::Communicator *c = communicatorFor(group, "local block", alone);
   int64_t rank = alone ? 0 : c ? c->rank() : -1;
   if (rank < 0)
     return;
@@ -357,14 +424,15 @@ _mlir_ciface_loom_rt_local_block_f32(Unranked *in, Unranked *out, int64_t dim,
 extern "C" LOOM_API void
 _mlir_ciface_loom_rt_all_reduce_start_f32(Unranked *in, Unranked *out,
                                           int64_t reduction,
-                                          int64_t groupSize) {
+                                          int64_t group) {
+  int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
   View src(*in), dst(*out);
   auto values = std::make_shared<std::vector<float>>(src.packed());
   bool alone;
-  comm::Communicator *c = communicatorFor(groupSize, "all-reduce", alone);
+  comm::Communicator *c = communicatorFor(group, "all-reduce", alone);
   comm::ReduceOp op;
   if (alone) {
     dst.unpack(*values);

@@ -5,7 +5,9 @@
 
 #include "Comm.h"
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace loom::rt {
 
@@ -14,6 +16,8 @@ namespace loom::rt {
 extern thread_local comm::Communicator *currentCommunicator;
 /// The first collective failure of the running entry point, if any.
 extern thread_local std::string collectiveError;
+/// The sizes of the running bundle's mesh axes (empty without a mesh).
+extern thread_local std::vector<int64_t> currentMesh;
 
 } // namespace loom::rt
 

@@ -274,6 +274,39 @@ public:
     }
   }
 
+  /// A sub-group on the same store and transport device.
+  GlooCommunicator(const Rendezvous &group,
+                   std::shared_ptr<gloo::rendezvous::Store> sharedStore,
+                   std::shared_ptr<gloo::transport::Device> sharedDevice)
+      : rendezvous(group), store(std::move(sharedStore)),
+        device(std::move(sharedDevice)) {
+    try {
+      gloo::rendezvous::PrefixStore prefixed(group.prefix, *store);
+      context = std::make_shared<gloo::rendezvous::Context>(group.rank,
+                                                            group.worldSize);
+      context->setTimeout(group.timeout);
+      context->connectFullMesh(prefixed, device);
+    } catch (const std::exception &e) {
+      throw Error("rank " + std::to_string(group.rank) + " of group " +
+                  group.prefix + ": rendezvous failed: " + e.what());
+    }
+  }
+
+  std::unique_ptr<Communicator> split(const std::vector<int> &ranks,
+                                      const std::string &name) override {
+    Rendezvous group = rendezvous;
+    group.worldSize = (int)ranks.size();
+    group.rank = -1;
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i] == rendezvous.rank)
+        group.rank = (int)i;
+    if (group.rank < 0)
+      throw Error("rank " + std::to_string(rendezvous.rank) +
+                  " is not in the group it splits off");
+    group.prefix = rendezvous.prefix + "/group/" + name;
+    return std::make_unique<GlooCommunicator>(group, store, device);
+  }
+
   int rank() const override { return rendezvous.rank; }
   int size() const override { return rendezvous.worldSize; }
 

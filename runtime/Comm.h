@@ -79,6 +79,12 @@ public:
   /// data = data of `root`.
   virtual void broadcast(float *data, size_t count, int root) = 0;
   virtual void barrier() = 0;
+  /// A communicator over `ranks` (which include this one; their order gives
+  /// the new ranks), for collectives over part of a mesh. Every rank of the
+  /// group must call it with the same ranks and `name`, which keeps groups
+  /// apart in the rendezvous store.
+  virtual std::unique_ptr<Communicator> split(const std::vector<int> &ranks,
+                                              const std::string &name) = 0;
 };
 
 /// Connects to every other rank through Gloo's TCP transport after the

@@ -50,6 +50,15 @@ public:
     check(cudaMalloc(&scratch, sizeof(float)), "allocating barrier scratch");
   }
 
+  /// A communicator split off another (ncclCommSplit).
+  NcclCommunicator(const Rendezvous &group, ncclComm_t split)
+      : rendezvous(group), comm(split) {
+    await("splitting the NCCL communicator");
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+          "creating a CUDA stream");
+    check(cudaMalloc(&scratch, sizeof(float)), "allocating barrier scratch");
+  }
+
   ~NcclCommunicator() override {
     if (scratch)
       cudaFree(scratch);
@@ -61,6 +70,27 @@ public:
 
   int rank() const override { return rendezvous.rank; }
   int size() const override { return rendezvous.worldSize; }
+
+  std::unique_ptr<Communicator> split(const std::vector<int> &ranks,
+                                      const std::string &name) override {
+    int color = 0;
+    for (int r : ranks)
+      color = color * 31 + r + 1;
+    int key = -1;
+    for (size_t i = 0; i < ranks.size(); ++i)
+      if (ranks[i] == rendezvous.rank)
+        key = (int)i;
+    if (key < 0)
+      throw Error(where("is not in the group it splits off"));
+    ncclComm_t sub = nullptr;
+    checkNccl(ncclCommSplit(comm, color & 0x7fffffff, key, &sub, nullptr),
+              "splitting off group " + name);
+    Rendezvous group = rendezvous;
+    group.rank = key;
+    group.worldSize = (int)ranks.size();
+    group.prefix = rendezvous.prefix + "/group/" + name;
+    return std::unique_ptr<Communicator>(new NcclCommunicator(group, sub));
+  }
 
   void allReduce(float *data, size_t count, ReduceOp op) override {
     ncclRedOp_t nccl = op == ReduceOp::Sum    ? ncclSum

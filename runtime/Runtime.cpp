@@ -613,6 +613,9 @@ loom_status_t loom_session_run(loom_session_t *session) {
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                         "input \"" + t.name + "\" was not set");
   loom::rt::currentCommunicator = session->communicator.get();
+  loom::rt::currentMesh.clear();
+  for (const auto &axis : session->mesh)
+    loom::rt::currentMesh.push_back(axis.second);
   loom::rt::collectiveError.clear();
   session->entry(session->descriptors.data());
   loom::rt::currentCommunicator = nullptr;

@@ -6,17 +6,19 @@
 // implements BufferizableOpInterface for them: the operand's buffer is read,
 // a fresh buffer receives the result.
 //
-//   loom.all_reduce sum %x on @mesh [all of its axes] : tensor<...xf32>
+//   loom.all_reduce sum %x on @mesh ["dp"] : tensor<...xf32>
 //     ==> %out = memref.alloc()
-//         call @loom_rt_all_reduce_f32(%in, %out, reduction, group size)
+//         call @loom_rt_all_reduce_f32(%in, %out, reduction, group)
 //
 // and likewise all_gather (`loom_rt_all_gather_f32(in, out, gather_dim,
-// group size)`) and reduce_scatter (`loom_rt_reduce_scatter_f32(in, out,
-// scatter_dim, reduction, group size)`).
+// group)`), reduce_scatter (`loom_rt_reduce_scatter_f32(in, out,
+// scatter_dim, reduction, group)`), local_block and all_reduce_start; wait
+// becomes `loom_rt_wait_f32(buffer)`.
 //
-// The runtime checks that the session's communicator spans `group size`
-// ranks. Reductions over part of a mesh (sub-groups) come with the
-// partitioner that creates them.
+// `group` names the mesh axes the collective spans (a mask in the high 32
+// bits) and the number of devices (the low ones); the runtime runs a
+// collective over part of the mesh on a communicator split off the run's for
+// this rank's group.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,7 +41,10 @@ using namespace mlir::bufferization;
 
 namespace {
 
-/// The number of devices along `axes` of `mesh`, or failure with an error.
+/// The group a collective runs over, as the runtime reads it: the axes of
+/// `mesh` it spans as a mask (bit i: axis i) in the high 32 bits, the number
+/// of devices in the low ones. The axes must be listed in the mesh's order,
+/// which is the order the runtime numbers a group's ranks in.
 FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
                              ArrayAttr axes) {
   auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
@@ -47,21 +52,21 @@ FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
   if (!mesh)
     return op->emitOpError("names no mesh @") << meshName;
   MeshAttr shape = mesh.getMesh();
-  int64_t size = 1, all = 1;
-  for (auto [name, extent] :
-       llvm::zip(shape.getAxisNames(), shape.getAxisSizes())) {
-    all *= extent;
-    if (llvm::any_of(axes, [&, name = name](Attribute a) {
-          return cast<StringAttr>(a) == name;
-        }))
-      size *= extent;
+  int64_t size = 1, mask = 0, last = -1;
+  for (Attribute axis : axes) {
+    auto name = cast<StringAttr>(axis);
+    auto it = llvm::find(shape.getAxisNames(), name);
+    if (it == shape.getAxisNames().end())
+      return op->emitOpError("names no axis \"")
+             << name.getValue() << "\" of mesh @" << meshName;
+    int64_t index = it - shape.getAxisNames().begin();
+    if (index <= last)
+      return op->emitOpError("must list its mesh axes in the mesh's order");
+    last = index;
+    mask |= int64_t(1) << index;
+    size *= shape.getAxisSizes()[index];
   }
-  if (size != all)
-    return op->emitOpError("spans part of mesh @")
-           << meshName << " (" << size << " of " << all
-           << " devices); collectives over sub-groups are not supported on "
-              "the CPU yet";
-  return size;
+  return (mask << 32) | size;
 }
 
 /// The runtime function a collective calls and its i64 arguments after the

@@ -1,8 +1,9 @@
 // RUN: loom-opt %s --split-input-file --one-shot-bufferize="bufferize-function-boundaries" --verify-diagnostics | FileCheck %s
 
-// One-shot bufferization turns an all-reduce over a whole mesh into a call of
-// the runtime on the operand's buffer and a fresh result buffer, with the
-// reduction kind (3 = min) and the group size.
+// One-shot bufferization turns an all-reduce into a call of the runtime on
+// the operand's buffer and a fresh result buffer, with the reduction kind
+// (3 = min) and the group: its axes as a mask in the high 32 bits (both axes:
+// 3) and its size in the low ones, 3 * 2^32 + 4 = 12884901892.
 // CHECK: func.func private @loom_rt_all_reduce_f32(memref<*xf32>, memref<*xf32>, i64, i64) attributes {llvm.emit_c_interface}
 // CHECK-LABEL: func @whole_mesh
 // CHECK-SAME: (%[[X:.*]]: memref<4x8xf32
@@ -12,7 +13,7 @@
 // CHECK: %[[OS:.*]] = memref.cast %[[OUT]] : memref<4x8xf32> to memref<?x?xf32, strided<[?, ?], offset: ?>>
 // CHECK: %[[RES:.*]] = memref.cast %[[OS]] : {{.*}} to memref<*xf32>
 // CHECK-DAG: %[[KIND:.*]] = arith.constant 3 : i64
-// CHECK-DAG: %[[SIZE:.*]] = arith.constant 4 : i64
+// CHECK-DAG: %[[SIZE:.*]] = arith.constant 12884901892 : i64
 // CHECK: call @loom_rt_all_reduce_f32(%[[IN]], %[[RES]], %[[KIND]], %[[SIZE]])
 // CHECK: return %[[OUT]]
 loom.mesh @mesh = <dp = 2, tp = 2>
@@ -34,15 +35,37 @@ func.func @integers(%x: tensor<4xi64>) -> tensor<4xi64> {
 // -----
 
 // All-gather passes its dimension, reduce-scatter its dimension and kind
-// (4 = avg), each before the group size; the results get their own shapes.
+// (4 = avg), each before the group (axis 0 of 1 of size 2: 2^32 + 2); the
+// results get their own shapes.
 // CHECK-LABEL: func @gather_and_scatter
 // CHECK: memref.alloc() {{.*}}: memref<2x8xf32>
-// CHECK: call @loom_rt_all_gather_f32(%{{.*}}, %{{.*}}, %c1{{.*}}, %c2{{.*}})
+// CHECK: call @loom_rt_all_gather_f32(%{{.*}}, %{{.*}}, %c1{{.*}}, %c4294967298{{.*}})
 // CHECK: memref.alloc() {{.*}}: memref<1x4xf32>
-// CHECK: call @loom_rt_reduce_scatter_f32(%{{.*}}, %{{.*}}, %c0{{.*}}, %c4{{.*}}, %c2{{.*}})
+// CHECK: call @loom_rt_reduce_scatter_f32(%{{.*}}, %{{.*}}, %c0{{.*}}, %c4{{.*}}, %c4294967298{{.*}})
 loom.mesh @mesh = <dp = 2>
 func.func @gather_and_scatter(%x: tensor<2x4xf32>) -> (tensor<2x8xf32>, tensor<1x4xf32>) {
   %0 = loom.all_gather %x on @mesh ["dp"] {gather_dim = 1 : i64} : tensor<2x4xf32> -> tensor<2x8xf32>
   %1 = loom.reduce_scatter avg %x on @mesh ["dp"] {scatter_dim = 0 : i64} : tensor<2x4xf32> -> tensor<1x4xf32>
   return %0, %1 : tensor<2x8xf32>, tensor<1x4xf32>
+}
+
+// -----
+
+// Part of a mesh: the second axis alone is mask 2, size 2 (2 * 2^32 + 2).
+// CHECK-LABEL: func @second_axis
+// CHECK: call @loom_rt_all_reduce_f32(%{{.*}}, %{{.*}}, %c0{{.*}}, %c8589934594{{.*}})
+loom.mesh @mesh = <dp = 2, tp = 2>
+func.func @second_axis(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = loom.all_reduce sum %x on @mesh ["tp"] : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+loom.mesh @mesh = <dp = 2, tp = 2>
+func.func @axes_out_of_order(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+2 {{'loom.all_reduce' op must list its mesh axes in the mesh's order}}
+  // expected-error @+1 {{failed to bufferize op}}
+  %0 = loom.all_reduce sum %x on @mesh ["tp", "dp"] : tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
