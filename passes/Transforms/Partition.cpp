@@ -209,8 +209,8 @@ private:
       return computeWhole(op);
     const ShardingRule *rule = &found->second;
 
-    // The split of every factor: what propagation chose for the results,
-    // then what the operands hold.
+    // The split of every factor: what the operands hold, then what
+    // propagation chose for the results.
     SmallVector<Axes> factorAxes(rule->factors.size());
     auto used = [&](StringAttr axis) {
       return llvm::any_of(factorAxes, [&](const Axes &a) {
