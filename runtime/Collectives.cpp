@@ -298,31 +298,6 @@ bool reduceOpOf(int64_t reduction, loom::comm::ReduceOp &op) {
 
 } // namespace
 
-/// out = the group's `in` combined by `reduction` (loom::ReductionKind: sum,
-/// prod, max, min, avg) over `groupSize` ranks.
-extern "C" LOOM_API void
-_mlir_ciface_loom_rt_all_reduce_f32(Unranked *in, Unranked *out,
-                                    int64_t reduction, int64_t group) {
-  int64_t groupSize = group & 0xffffffff;
-  using namespace loom;
-  if (!rt::collectiveError.empty())
-    return; // an earlier collective of this run failed
-  View src(*in), dst(*out);
-  std::vector<float> values = src.packed();
-  bool alone;
-  comm::Communicator *c = communicatorFor(group, "all-reduce", alone);
-  comm::ReduceOp op;
-  if (!alone) {
-    if (!c || !reduceOpOf(reduction, op) ||
-        !guarded([&] { c->allReduce(values.data(), values.size(), op); }))
-      return;
-    if (reduction == 4) // avg
-      for (float &v : values)
-        v /= (float)groupSize;
-  }
-  dst.unpack(values);
-}
-
 /// out = the group's `in` concatenated along `dim` in rank order.
 extern "C" LOOM_API void
 _mlir_ciface_loom_rt_all_gather_f32(Unranked *in, Unranked *out, int64_t dim,
@@ -400,7 +375,6 @@ _mlir_ciface_loom_rt_reduce_scatter_f32(Unranked *in, Unranked *out,
 extern "C" LOOM_API void
 _mlir_ciface_loom_rt_local_block_f32(Unranked *in, Unranked *out, int64_t dim,
                                      int64_t group) {
-  int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
@@ -466,4 +440,13 @@ extern "C" LOOM_API void _mlir_ciface_loom_rt_wait_f32(Unranked *buffer) {
   pending.erase(it);
   if (!error.empty() && rt::collectiveError.empty())
     rt::collectiveError = error;
+}
+
+/// out = the group's `in` combined by `reduction` (loom::ReductionKind: sum,
+/// prod, max, min, avg): a started all-reduce, awaited at once.
+extern "C" LOOM_API void
+_mlir_ciface_loom_rt_all_reduce_f32(Unranked *in, Unranked *out,
+                                    int64_t reduction, int64_t group) {
+  _mlir_ciface_loom_rt_all_reduce_start_f32(in, out, reduction, group);
+  _mlir_ciface_loom_rt_wait_f32(out);
 }

@@ -93,6 +93,39 @@ KernelCall kernelFor(LocalBlockOp op) {
   return {"loom_rt_local_block_f32", {(int64_t)op.getDim()}};
 }
 
+/// `buffer` as a memref of any rank and layout, which the runtime reads
+/// sizes and strides from.
+Value toUnranked(RewriterBase &rewriter, Location loc, Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<int64_t> dims(type.getRank(), dyn);
+  auto anyLayout =
+      MemRefType::get(dims, type.getElementType(),
+                      StridedLayoutAttr::get(rewriter.getContext(), dyn, dims));
+  Value strided = memref::CastOp::create(rewriter, loc, anyLayout, buffer);
+  return memref::CastOp::create(
+      rewriter, loc, UnrankedMemRefType::get(type.getElementType(), 0),
+      strided);
+}
+
+/// Calls the runtime function `name` (declared on first use, with MLIR's C
+/// interface) with `args`.
+void callRuntime(RewriterBase &rewriter, Operation *op, StringRef name,
+                 ValueRange args) {
+  auto module = op->getParentOfType<ModuleOp>();
+  auto callee = module.lookupSymbol<func::FuncOp>(name);
+  Location loc = op->getLoc();
+  if (!callee) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(module.getBody());
+    callee = func::FuncOp::create(rewriter, loc, name,
+                                  rewriter.getFunctionType(args.getTypes(), {}));
+    callee.setPrivate();
+    callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
+  }
+  func::CallOp::create(rewriter, loc, callee, args);
+}
+
 /// Bufferizes a collective into a call of the runtime: the operand's buffer
 /// is read, a fresh buffer of the result's shape is written.
 template <typename OpTy>
@@ -137,37 +170,14 @@ struct CollectiveBufferization
     if (failed(output))
       return failure();
 
-    // Any rank, any layout: the runtime reads sizes and strides.
-    auto unranked = UnrankedMemRefType::get(type.getElementType(), 0);
-    SmallVector<Value> args;
-    for (Value buffer : {*input, *output}) {
-      int64_t rank = cast<MemRefType>(buffer.getType()).getRank();
-      int64_t dyn = ShapedType::kDynamic;
-      SmallVector<int64_t> dims(rank, dyn);
-      auto anyLayout = MemRefType::get(
-          dims, type.getElementType(),
-          StridedLayoutAttr::get(op->getContext(), dyn, dims));
-      Value strided = memref::CastOp::create(rewriter, loc, anyLayout, buffer);
-      args.push_back(memref::CastOp::create(rewriter, loc, unranked, strided));
-    }
+    SmallVector<Value> args{toUnranked(rewriter, loc, *input),
+                            toUnranked(rewriter, loc, *output)};
     KernelCall call = kernelFor(collective);
     call.args.push_back(*size);
     for (int64_t value : call.args)
       args.push_back(arith::ConstantOp::create(
           rewriter, loc, rewriter.getI64IntegerAttr(value)));
-
-    auto module = op->template getParentOfType<ModuleOp>();
-    auto callee = module.template lookupSymbol<func::FuncOp>(call.name);
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      callee = func::FuncOp::create(
-          rewriter, loc, call.name,
-          rewriter.getFunctionType(ValueRange(args).getTypes(), {}));
-      callee.setPrivate();
-      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
-    }
-    func::CallOp::create(rewriter, loc, callee, args);
+    callRuntime(rewriter, op, call.name, args);
     replaceOpWithBufferizedValues(rewriter, op, *output);
     return success();
   }
@@ -198,30 +208,8 @@ struct WaitBufferization
         getBuffer(rewriter, wait.getInput(), options, state);
     if (failed(buffer))
       return failure();
-    Location loc = op->getLoc();
-    auto type = cast<MemRefType>(buffer->getType());
-    int64_t dyn = ShapedType::kDynamic;
-    SmallVector<int64_t> dims(type.getRank(), dyn);
-    auto anyLayout = MemRefType::get(
-        dims, type.getElementType(),
-        StridedLayoutAttr::get(op->getContext(), dyn, dims));
-    Value strided = memref::CastOp::create(rewriter, loc, anyLayout, *buffer);
-    Value unranked = memref::CastOp::create(
-        rewriter, loc, UnrankedMemRefType::get(type.getElementType(), 0),
-        strided);
-    auto module = op->getParentOfType<ModuleOp>();
-    StringRef name = "loom_rt_wait_f32";
-    auto callee = module.lookupSymbol<func::FuncOp>(name);
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(rewriter);
-      rewriter.setInsertionPointToStart(module.getBody());
-      callee = func::FuncOp::create(
-          rewriter, loc, name,
-          rewriter.getFunctionType({unranked.getType()}, {}));
-      callee.setPrivate();
-      callee->setAttr("llvm.emit_c_interface", rewriter.getUnitAttr());
-    }
-    func::CallOp::create(rewriter, loc, callee, unranked);
+    callRuntime(rewriter, op, "loom_rt_wait_f32",
+                toUnranked(rewriter, op->getLoc(), *buffer));
     replaceOpWithBufferizedValues(rewriter, op, *buffer);
     return success();
   }

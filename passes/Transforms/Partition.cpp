@@ -357,18 +357,14 @@ struct LoomPartitionPass : impl::LoomPartitionPassBase<LoomPartitionPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto func : module.getOps<func::FuncOp>()) {
-      ShardingAttr first;
-      for (unsigned i = 0; i < func.getNumArguments() && !first; ++i)
-        first = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
-      if (!first || func.isExternal())
+      if (func.isExternal())
         continue;
-      auto meshOp = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
-          func, first.getMesh());
-      if (!meshOp) {
-        func.emitError() << "sharding refers to " << first.getMesh()
-                         << ", which is not a loom.mesh";
+      auto found = meshOfFunction(func);
+      if (failed(found))
         return signalPassFailure();
-      }
+      auto [first, meshOp] = *found;
+      if (!first)
+        continue;
       if (!llvm::hasSingleElement(func.getBody())) {
         func.emitError("partitioning needs a function with one block");
         return signalPassFailure();

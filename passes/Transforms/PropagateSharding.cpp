@@ -200,18 +200,12 @@ struct LoomPropagateShardingPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     for (auto func : module.getOps<func::FuncOp>()) {
-      ShardingAttr first;
-      for (unsigned i = 0; i < func.getNumArguments() && !first; ++i)
-        first = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
+      auto found = meshOfFunction(func);
+      if (failed(found))
+        return signalPassFailure();
+      auto [first, meshOp] = *found;
       if (!first)
         continue;
-      auto meshOp = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
-          func, first.getMesh());
-      if (!meshOp) {
-        func.emitError() << "sharding refers to " << first.getMesh()
-                         << ", which is not a loom.mesh";
-        return signalPassFailure();
-      }
       func.walk([](Operation *op) {
         if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(op))
           splitMeanLoss(loss);

@@ -2,6 +2,8 @@
 
 #include "passes/Transforms/Sharding.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
 using namespace mlir;
 using namespace mlir::loom;
 
@@ -60,4 +62,20 @@ std::string sharding::axesText(ArrayRef<StringAttr> axes) {
   for (auto [i, axis] : llvm::enumerate(axes))
     text += (i ? ", " : "") + axis.getValue().str();
   return text + "}";
+}
+
+FailureOr<std::pair<ShardingAttr, MeshOp>>
+sharding::meshOfFunction(Operation *op) {
+  auto func = cast<func::FuncOp>(op);
+  ShardingAttr first;
+  for (unsigned i = 0; i < func.getNumArguments() && !first; ++i)
+    first = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
+  if (!first)
+    return std::make_pair(ShardingAttr(), MeshOp());
+  auto meshOp =
+      SymbolTable::lookupNearestSymbolFrom<MeshOp>(func, first.getMesh());
+  if (!meshOp)
+    return func.emitError() << "sharding refers to " << first.getMesh()
+                            << ", which is not a loom.mesh";
+  return std::make_pair(first, meshOp);
 }

@@ -36,6 +36,11 @@ RankedTensorType localType(RankedTensorType type, const DimAxes &axes,
 /// "{dp, tp}" for messages.
 std::string axesText(ArrayRef<StringAttr> axes);
 
+/// The sharding of `func`'s first sharded argument and the mesh it names;
+/// a null attribute when no argument is sharded, failure (with an error)
+/// when the mesh does not exist.
+FailureOr<std::pair<ShardingAttr, MeshOp>> meshOfFunction(Operation *func);
+
 } // namespace mlir::loom::sharding
 
 #endif // LOOM_PASSES_TRANSFORMS_SHARDING_H
