@@ -90,3 +90,11 @@ func.func @reshape_does_not_divide(
   %y = loom.reshape %x : tensor<8xf32> -> tensor<2x4xf32>
   return %y : tensor<2x4xf32>
 }
+
+// -----
+
+// expected-error @+1 {{sharding refers to @nowhere, which is not a loom.mesh}}
+func.func @no_such_mesh(
+    %x: tensor<8xf32> {loom.sharding = #loom.sharding<@nowhere, [{dp}]>}) -> tensor<8xf32> {
+  return %x : tensor<8xf32>
+}

@@ -827,3 +827,29 @@ func.func @recv_unknown_mesh() {
   %0 = loom.recv on @other ["dp"] offset 1 : tensor<8xf32>
   return
 }
+
+// -----
+
+loom.mesh @mesh = <dp = 2>
+func.func @local_block_result(%x: tensor<8x2xf32>) {
+  // expected-error @+1 {{'loom.local_block' op expected result shape [4, 2], got [8, 2]}}
+  %0 = loom.local_block %x on @mesh ["dp"] {dim = 0 : i64} : tensor<8x2xf32> -> tensor<8x2xf32>
+  return
+}
+
+// -----
+
+loom.mesh @mesh = <dp = 2>
+func.func @started_but_not_awaited(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.all_reduce_start' op result must be used by exactly one loom.wait}}
+  %0 = loom.all_reduce_start sum %x on @mesh ["dp"] : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @wait_for_nothing(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'loom.wait' op waits for a value that no loom.all_reduce_start produces}}
+  %0 = loom.wait %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
