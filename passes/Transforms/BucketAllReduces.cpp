@@ -73,8 +73,6 @@ public:
     flush();
   }
 
-  int64_t fused = 0;
-
 private:
   /// Moves every all-reduce of a computed value right after the op
   /// computing it, the earliest point it can be issued.
@@ -177,7 +175,6 @@ private:
     }
     for (AllReduceOp op : members)
       op.erase();
-    ++fused;
   }
 
   int64_t capacity;

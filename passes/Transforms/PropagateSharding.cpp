@@ -75,9 +75,15 @@ public:
       if (op != func)
         ops.push_back(op);
     });
-    for (Operation *op : ops)
+    for (Operation *op : ops) {
       for (Value result : op->getResults())
         axesOf[result] = replicated(result.getType());
+      // Rules are read once: every sweep visits every op.
+      if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+        if (FailureOr<ShardingRule> rule = iface.getShardingRule();
+            succeeded(rule))
+          rules[op] = std::move(*rule);
+    }
     // Forward then backward sweeps until a fixed point; each change splits
     // one more dimension, so this ends.
     for (bool changed = true; changed;) {
@@ -108,17 +114,14 @@ private:
   /// rule (block arguments are fixed, ops without a rule compute whole).
   bool isOpen(Value value) {
     Operation *def = value.getDefiningOp();
-    auto iface = dyn_cast_or_null<ShardingRuleOpInterface>(def);
-    return iface && succeeded(iface.getShardingRule());
+    return def && rules.contains(def);
   }
 
   LogicalResult visit(Operation *op, bool &changed) {
-    auto iface = dyn_cast<ShardingRuleOpInterface>(op);
-    if (!iface)
+    auto found = rules.find(op);
+    if (found == rules.end())
       return success();
-    FailureOr<ShardingRule> rule = iface.getShardingRule();
-    if (failed(rule))
-      return success();
+    const ShardingRule *rule = &found->second;
     SmallVector<Axes> factorAxes(rule->factors.size());
     auto used = [&](StringAttr axis) {
       return llvm::any_of(factorAxes,
@@ -193,6 +196,7 @@ private:
   FlatSymbolRefAttr meshRef;
   MeshAttr mesh;
   DenseMap<Value, DimAxes> axesOf;
+  DenseMap<Operation *, ShardingRule> rules;
 };
 
 struct LoomPropagateShardingPass

@@ -8,3 +8,6 @@
 func.func @f(%x: tensor<4xf32> {loom.input = "x"}) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// RUN: not loom-opt %s --loom-shard-inputs="mesh=dp=2" --loom-shard-inputs="mesh=dp=2" 2>&1 | FileCheck %s --check-prefix=TWICE
+// TWICE: error: the module already has a symbol @mesh

@@ -36,8 +36,9 @@
 int main(int argc, char **argv) {
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: trajectory-compare METRICS.jsonl LOSSES.npy "
-                 "[--rtol R]\n");
+                 "usage: trajectory-compare METRICS.jsonl REF [--rtol R] "
+                 "[--group K] [--align-end] [--params DIR [--ref-params DIR] "
+                 "[--param-rtol P] [--skip NAME]...]\n");
     return 2;
   }
   double rtol = 1e-4, paramRtol = 1e-4;
@@ -45,14 +46,16 @@ int main(int argc, char **argv) {
   bool alignEnd = false;
   std::string paramsDir, refParamsDir;
   std::vector<std::string> skip;
-  for (int i = 3; i + 1 < argc || (i < argc && std::string(argv[i]) ==
-                                                    "--align-end");
-       i += 2) {
+  for (int i = 3; i < argc; i += 2) {
     std::string flag = argv[i];
     if (flag == "--align-end") {
       alignEnd = true;
-      --i;
+      --i; // takes no value
       continue;
+    }
+    if (i + 1 == argc) {
+      std::fprintf(stderr, "%s needs a value\n", flag.c_str());
+      return 2;
     }
     if (flag == "--rtol")
       rtol = std::atof(argv[i + 1]);
