@@ -8,8 +8,10 @@
 //     allow-return-allocs-from-loops},
 //   buffer-results-to-out-params{modify-public-functions hoist-static-allocs},
 //   loom-expose-entry-points, buffer-deallocation-pipeline,
-//   loom-matmul-to-kernel, loom-memref-copy-to-linalg, convert-linalg-to-loops,
-//   expand-strided-metadata, lower-affine, convert-scf-to-cf,
+//   loom-matmul-to-kernel, loom-memref-copy-to-linalg,
+//   convert-linalg-to-loops (from -O2: convert-linalg-to-parallel-loops),
+//   expand-strided-metadata, lower-affine,
+//   loom-outline-parallel-loops (from -O2), convert-scf-to-cf,
 //   loom-approximate-math (from -O2), convert-math-to-funcs,
 //   convert-math-to-llvm,
 //   convert-math-to-libm, arith-expand{include-bf16},
@@ -64,10 +66,17 @@ void loom::buildLoomLinalgToLLVMPipeline(
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createLoomMatmulToKernelPass());
   pm.addNestedPass<func::FuncOp>(createLoomMemrefCopyToLinalgPass());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // From -O2, parallel dimensions become scf.parallel, and large nests run
+  // on the runtime's threads.
+  if (options.optLevel > 1)
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  else
+    pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // Strided-metadata expansion creates affine.apply; lower affine after it.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  if (options.optLevel > 1)
+    pm.addPass(createLoomOutlineParallelLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
   // f32 exp, log, tanh and erf as vectorizable polynomials; integer powers
   // get outlined implementations; the rest of math has no LLVM intrinsic,

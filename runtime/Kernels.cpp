@@ -3,17 +3,22 @@
 // Contractions that a library does better than generated loops. Compiled
 // bundles call these through MLIR's C interface (`_mlir_ciface_<name>`, one
 // memref descriptor pointer per memref argument); they resolve against
-// libloomrt when the bundle is loaded. fp32 GEMM is OpenBLAS's, which uses
-// every core for large products.
+// libloomrt when the bundle is loaded. fp32 GEMM is OpenBLAS's, single-threaded
+// and split over the runtime's thread pool (Parallel.h), which also runs the
+// bundles' own parallel loops: one set of threads for everything.
 //
 //===----------------------------------------------------------------------===//
+
+#include "Parallel.h"
 
 #include "loom/runtime.h"
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -30,13 +35,47 @@ using Matrix = Descriptor<2>;
 using Batch = Descriptor<3>;
 using Grouped = Descriptor<5>;
 
-/// c += op(a) * op(b) on row-major matrices with leading dimensions.
+/// c += op(a) * op(b) on row-major matrices with leading dimensions, on the
+/// calling thread.
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
           const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
           int64_t ldc) {
+  // The pool splits the work; OpenBLAS's own threads would compete with it.
+  static const bool singleThreaded = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)singleThreaded;
   cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
               1.0f, a, (int)lda, b, (int)ldb, 1.0f, c, (int)ldc);
+}
+/// Products smaller than this many multiply-adds run on one thread.
+constexpr int64_t kParallelGemmWork = 1 << 16;
+
+/// gemm split over the thread pool: by blocks of rows of c when there are
+/// enough, else by blocks of columns. Blocks are multiples of 16 rows or
+/// columns (OpenBLAS's micro-kernel tiles).
+void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
+                  int64_t k, const float *a, int64_t lda, const float *b,
+                  int64_t ldb, float *c, int64_t ldc) {
+  int threads = loom::rt::numThreads();
+  constexpr int64_t tile = 16;
+  bool byRows = m >= threads * tile, byColumns = n >= threads * tile;
+  if (threads == 1 || m * n * k < kParallelGemmWork || !(byRows || byColumns)) {
+    gemm(transposeA, transposeB, m, n, k, a, lda, b, ldb, c, ldc);
+    return;
+  }
+  int64_t extent = byRows ? m : n, tiles = (extent + tile - 1) / tile;
+  loom::rt::parallelFor(tiles, [&](int64_t begin, int64_t end) {
+    int64_t lo = begin * tile, hi = std::min(end * tile, extent);
+    if (byRows)
+      gemm(transposeA, transposeB, hi - lo, n, k,
+           transposeA ? a + lo : a + lo * lda, lda, b, ldb, c + lo * ldc, ldc);
+    else
+      gemm(transposeA, transposeB, m, hi - lo, k, a, lda,
+           transposeB ? b + lo * ldb : b + lo, ldb, c + lo, ldc);
+  });
 }
 } // namespace
 
@@ -53,8 +92,8 @@ extern "C" LOOM_API void _mlir_ciface_loom_kernel_matmul_f32(Matrix *a,
   int64_t k = transposeA ? a->sizes[0] : a->sizes[1];
   if (m == 0 || n == 0)
     return;
-  gemm(transposeA, transposeB, m, n, k, a->data(), a->strides[0], b->data(),
-       b->strides[0], c->data(), c->strides[0]);
+  parallelGemm(transposeA, transposeB, m, n, k, a->data(), a->strides[0],
+               b->data(), b->strides[0], c->data(), c->strides[0]);
 }
 
 /// c[i] += op(a[i]) * op(b[i]) for every i of the leading (batch) dimension,
@@ -67,10 +106,28 @@ _mlir_ciface_loom_kernel_batch_matmul_f32(Batch *a, Batch *b, Batch *c,
   int64_t k = transposeA ? a->sizes[1] : a->sizes[2];
   if (m == 0 || n == 0)
     return;
-  for (int64_t i = 0; i < c->sizes[0]; ++i)
-    gemm(transposeA, transposeB, m, n, k, a->data() + i * a->strides[0],
-         a->strides[1], b->data() + i * b->strides[0], b->strides[1],
-         c->data() + i * c->strides[0], c->strides[1]);
+  int64_t batch = c->sizes[0];
+  auto product = [&](int64_t i) {
+    return std::make_tuple(a->data() + i * a->strides[0],
+                           b->data() + i * b->strides[0],
+                           c->data() + i * c->strides[0]);
+  };
+  // Whole products per thread when there are enough of them.
+  if (batch < loom::rt::numThreads()) {
+    for (int64_t i = 0; i < batch; ++i) {
+      auto [ai, bi, ci] = product(i);
+      parallelGemm(transposeA, transposeB, m, n, k, ai, a->strides[1], bi,
+                   b->strides[1], ci, c->strides[1]);
+    }
+    return;
+  }
+  loom::rt::parallelFor(batch, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      auto [ai, bi, ci] = product(i);
+      gemm(transposeA, transposeB, m, n, k, ai, a->strides[1], bi,
+           b->strides[1], ci, c->strides[1]);
+    }
+  });
 }
 
 /// out[n, g, f, oh, ow] += sum_{c, kh, kw} in[n, g, c, oh*sh + kh*dh,
@@ -100,72 +157,76 @@ _mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
   bool direct = kernelH == 1 && kernelW == 1 && strideH == 1 && strideW == 1 &&
                 is[4] == 1 && is[3] == in->sizes[4] &&
                 is[2] == in->sizes[3] * in->sizes[4];
-  thread_local std::vector<float> columns, packedFilter, packedOut;
-  if (!direct)
-    columns.resize(depth * pixels);
-  if (!denseFilter)
-    packedFilter.resize(features * depth);
-  if (!denseOut)
-    packedOut.resize(features * pixels);
+  // Images are split over the thread pool, each thread packing into buffers
+  // of its own; a single image splits its GEMMs instead.
+  loom::rt::parallelFor(images, [&](int64_t firstImage, int64_t lastImage) {
+    thread_local std::vector<float> columns, packedFilter, packedOut;
+    if (!direct)
+      columns.resize(depth * pixels);
+    if (!denseFilter)
+      packedFilter.resize(features * depth);
+    if (!denseOut)
+      packedOut.resize(features * pixels);
 
-  for (int64_t g = 0; g < groups; ++g) {
-    const float *w = filter->data() + g * fs[0];
-    int64_t ldw = fs[1];
-    if (!denseFilter) {
-      for (int64_t f = 0; f < features; ++f)
-        for (int64_t c = 0; c < channels; ++c)
-          for (int64_t kh = 0; kh < kernelH; ++kh)
-            for (int64_t kw = 0; kw < kernelW; ++kw)
-              packedFilter[f * depth + (c * kernelH + kh) * kernelW + kw] =
-                  w[f * fs[1] + c * fs[2] + kh * fs[3] + kw * fs[4]];
-      w = packedFilter.data();
-      ldw = depth;
-    }
-    for (int64_t n = 0; n < images; ++n) {
-      const float *image = in->data() + n * is[0] + g * is[1];
-      const float *cols = image;
-      int64_t ldc = is[2];
-      if (!direct) {
-        float *col = columns.data();
-        for (int64_t c = 0; c < channels; ++c)
-          for (int64_t kh = 0; kh < kernelH; ++kh)
-            for (int64_t kw = 0; kw < kernelW; ++kw) {
-              float *row = col + ((c * kernelH + kh) * kernelW + kw) * pixels;
-              for (int64_t oh = 0; oh < outH; ++oh) {
-                const float *src = image + c * is[2] +
-                                   (oh * strideH + kh * dilationH) * is[3] +
-                                   kw * dilationW * is[4];
-                float *dst = row + oh * outW;
-                int64_t step = strideW * is[4];
-                if (step == 1) {
-                  std::memcpy(dst, src, outW * sizeof(float));
-                  continue;
+    for (int64_t g = 0; g < groups; ++g) {
+      const float *w = filter->data() + g * fs[0];
+      int64_t ldw = fs[1];
+      if (!denseFilter) {
+        for (int64_t f = 0; f < features; ++f)
+          for (int64_t c = 0; c < channels; ++c)
+            for (int64_t kh = 0; kh < kernelH; ++kh)
+              for (int64_t kw = 0; kw < kernelW; ++kw)
+                packedFilter[f * depth + (c * kernelH + kh) * kernelW + kw] =
+                    w[f * fs[1] + c * fs[2] + kh * fs[3] + kw * fs[4]];
+        w = packedFilter.data();
+        ldw = depth;
+      }
+      for (int64_t n = firstImage; n < lastImage; ++n) {
+        const float *image = in->data() + n * is[0] + g * is[1];
+        const float *cols = image;
+        int64_t ldc = is[2];
+        if (!direct) {
+          float *col = columns.data();
+          for (int64_t c = 0; c < channels; ++c)
+            for (int64_t kh = 0; kh < kernelH; ++kh)
+              for (int64_t kw = 0; kw < kernelW; ++kw) {
+                float *row = col + ((c * kernelH + kh) * kernelW + kw) * pixels;
+                for (int64_t oh = 0; oh < outH; ++oh) {
+                  const float *src = image + c * is[2] +
+                                     (oh * strideH + kh * dilationH) * is[3] +
+                                     kw * dilationW * is[4];
+                  float *dst = row + oh * outW;
+                  int64_t step = strideW * is[4];
+                  if (step == 1) {
+                    std::memcpy(dst, src, outW * sizeof(float));
+                    continue;
+                  }
+                  for (int64_t ow = 0; ow < outW; ++ow)
+                    dst[ow] = src[ow * step];
                 }
-                for (int64_t ow = 0; ow < outW; ++ow)
-                  dst[ow] = src[ow * step];
               }
-            }
-        cols = col;
-        ldc = pixels;
+          cols = col;
+          ldc = pixels;
+        }
+        float *result = out->data() + n * os[0] + g * os[1];
+        if (denseOut) {
+          parallelGemm(false, false, features, pixels, depth, w, ldw, cols, ldc,
+                       result, os[2]);
+          continue;
+        }
+        for (int64_t f = 0; f < features; ++f)
+          for (int64_t oh = 0; oh < outH; ++oh)
+            for (int64_t ow = 0; ow < outW; ++ow)
+              packedOut[f * pixels + oh * outW + ow] =
+                  result[f * os[2] + oh * os[3] + ow * os[4]];
+        parallelGemm(false, false, features, pixels, depth, w, ldw, cols, ldc,
+                     packedOut.data(), pixels);
+        for (int64_t f = 0; f < features; ++f)
+          for (int64_t oh = 0; oh < outH; ++oh)
+            for (int64_t ow = 0; ow < outW; ++ow)
+              result[f * os[2] + oh * os[3] + ow * os[4]] =
+                  packedOut[f * pixels + oh * outW + ow];
       }
-      float *result = out->data() + n * os[0] + g * os[1];
-      if (denseOut) {
-        gemm(false, false, features, pixels, depth, w, ldw, cols, ldc, result,
-             os[2]);
-        continue;
-      }
-      for (int64_t f = 0; f < features; ++f)
-        for (int64_t oh = 0; oh < outH; ++oh)
-          for (int64_t ow = 0; ow < outW; ++ow)
-            packedOut[f * pixels + oh * outW + ow] =
-                result[f * os[2] + oh * os[3] + ow * os[4]];
-      gemm(false, false, features, pixels, depth, w, ldw, cols, ldc,
-           packedOut.data(), pixels);
-      for (int64_t f = 0; f < features; ++f)
-        for (int64_t oh = 0; oh < outH; ++oh)
-          for (int64_t ow = 0; ow < outW; ++ow)
-            result[f * os[2] + oh * os[3] + ow * os[4]] =
-                packedOut[f * pixels + oh * outW + ow];
     }
-  }
+  });
 }

@@ -1848,12 +1848,45 @@ struct LoomExposeEntryPointsPass
   }
 };
 
+/// Whether the body of `producer` is cheap enough to compute again for each
+/// element of a consumer that broadcasts it: a few plain arithmetic ops, no
+/// gathers (`tensor.extract`), divisions or transcendental functions.
+static bool isCheapToRecompute(linalg::GenericOp producer) {
+  unsigned count = 0;
+  for (Operation &op : producer.getBody()->without_terminator()) {
+    if (isa<tensor::ExtractOp, arith::DivFOp, arith::RemFOp>(op) ||
+        isa<math::MathDialect>(op.getDialect()))
+      return false;
+    if (!isa<linalg::IndexOp, arith::ConstantOp>(op) && ++count > 2)
+      return false;
+  }
+  return true;
+}
+
+/// Whether fusing the producer of `use` into its consumer is worth it. A
+/// producer whose iteration space is smaller than the consumer's (a per-row
+/// statistic broadcast over the row, say) would be recomputed for every
+/// element it is broadcast to, so only cheap ones are fused; a gather is
+/// fused only into its single consumer, not copied into each of several.
+static bool shouldFuse(OpOperand *use) {
+  auto producer = use->get().getDefiningOp<linalg::GenericOp>();
+  auto consumer = dyn_cast<linalg::GenericOp>(use->getOwner());
+  if (!producer || !consumer)
+    return true;
+  bool gathers = !producer.getBody()->getOps<tensor::ExtractOp>().empty();
+  if (gathers && !use->get().hasOneUse())
+    return false;
+  AffineMap map = consumer.getMatchingIndexingMap(use);
+  if (map.isPermutation() && producer.getNumReductionLoops() == 0)
+    return true;
+  return isCheapToRecompute(producer);
+}
+
 struct LoomFuseElementwisePass
     : mlir::loom::impl::LoomFuseElementwisePassBase<LoomFuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    linalg::populateElementwiseOpsFusionPatterns(
-        patterns, [](OpOperand *) { return true; });
+    linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -104,7 +104,14 @@ def LoomFuseElementwisePass
     Upstream's elementwise fusion patterns, without the reshape propagation
     that `linalg-fuse-elementwise-ops` adds: propagating reshapes turns the
     named `linalg.matmul` ops Loom emits (for the runtime's GEMM) back into
-    generic loops.
+    generic loops. Fusion recomputes the producer inside the consumer's
+    loops, so two kinds of producer are kept apart:
+    * one that the consumer broadcasts (a per-row statistic used across the
+      row) unless its body is a couple of plain arithmetic ops: fused, layer
+      norm's `1 / sqrt(var + eps)` would run once per element instead of
+      once per row;
+    * a gather (`tensor.extract`) with several consumers, which would be
+      copied into each, and keeps them from vectorizing.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
@@ -135,6 +142,37 @@ def LoomApproximateMathPass
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::math::MathDialect",
                            "::mlir::vector::VectorDialect"];
+}
+
+def LoomOutlineParallelLoopsPass
+    : Pass<"loom-outline-parallel-loops", "::mlir::ModuleOp"> {
+  let summary = "runs large parallel loop nests on the runtime's threads";
+  let description = [{
+    Moves each outermost `scf.parallel` nest with enough work into a function
+    of its own, `(ctx: !llvm.ptr, begin: i64, end: i64) -> ()`, that runs
+    iterations `[begin, end)` of the first parallel dimension, and replaces
+    the nest with a call of the runtime's
+    `loom_rt_parallel_for(fn, ctx, iterations)`, which splits the
+    iterations into one contiguous chunk per thread. The values the nest
+    uses from outside (memrefs as their descriptors, and scalars) travel in
+    a stack record that `ctx` points to; constants are cloned instead. The
+    outlined function reads them once on entry, so its inner loops see plain
+    SSA pointers and vectorize as before. Nests with fewer than `min-work`
+    innermost iterations, with calls or allocations inside, or whose first
+    dimension has fewer than two iterations, stay where they are.
+
+    Runs on `scf`, `memref` and `arith` after bufferization, before
+    `convert-scf-to-cf`; `loomc -O2` and above run it after
+    `convert-linalg-to-parallel-loops`.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "innermost iterations a nest needs to be run on several threads">
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 #endif // LOOM_CONVERSION_PASSES

@@ -8,7 +8,8 @@
 // 127.0.0.1:P through MASTER_ADDR/MASTER_PORT), waits for them, and when
 // one fails (non-zero exit or a signal) names it and stops the others:
 // SIGTERM, then SIGKILL after --kill-after seconds. Exits 0 when every rank
-// succeeded, else 1.
+// succeeded, else 1. Unless LOOM_NUM_THREADS is set, each rank's thread pool
+// gets an equal share of the CPUs (at least one thread).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,9 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -94,6 +98,16 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     argv.push_back(arg.data());
   argv.push_back(nullptr);
 
+  // Ranks share the CPUs instead of each starting a thread per CPU.
+  std::string threadsPerRank;
+  if (!std::getenv("LOOM_NUM_THREADS")) {
+    cpu_set_t cpus;
+    unsigned count = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
+                         ? (unsigned)CPU_COUNT(&cpus)
+                         : std::thread::hardware_concurrency();
+    threadsPerRank = std::to_string(std::max(1u, count / nproc));
+  }
+
   std::map<pid_t, int> ranks;
   for (unsigned r = 0; r < nproc; ++r) {
     pid_t pid = ::fork();
@@ -104,6 +118,8 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      if (!threadsPerRank.empty())
+        ::setenv("LOOM_NUM_THREADS", threadsPerRank.c_str(), 1);
       if (masterPort) {
         ::setenv("LOOM_STORE", "tcp", 1);
         ::setenv("MASTER_ADDR", "127.0.0.1", 1);

@@ -1,0 +1,269 @@
+//===- ParallelLoops.cpp - parallel loop nests on the runtime's threads ---===//
+//
+// loom-outline-parallel-loops: each outermost scf.parallel nest with enough
+// work moves into a function `(ctx, begin, end)` that runs part of its first
+// dimension, and the nest becomes a call of the runtime's thread pool,
+// `loom_rt_parallel_for(fn, ctx, iterations)`. The values the nest uses from
+// outside travel through a record on the caller's stack; memrefs are stored
+// as the LLVM descriptors they become, so the record's layout is the one
+// the LLVM lowering gives them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMOUTLINEPARALLELLOOPSPASS
+#include "passes/Conversion/Passes.h.inc"
+} // namespace mlir::loom
+
+using namespace mlir;
+
+namespace {
+
+constexpr llvm::StringLiteral kParallelFor = "loom_rt_parallel_for";
+
+/// The static trip count of `lb` to `ub` by `step`, if the three are
+/// constants.
+std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
+  std::optional<int64_t> l = getConstantIntValue(lb),
+                         u = getConstantIntValue(ub),
+                         s = getConstantIntValue(step);
+  if (!l || !u || !s || *s <= 0)
+    return std::nullopt;
+  return *u > *l ? (*u - *l + *s - 1) / *s : 0;
+}
+
+/// Innermost iterations of the loop nests in `region`, saturating; a loop
+/// whose bounds are not constants counts as 1024 iterations.
+int64_t work(Region &region) {
+  auto times = [](int64_t a, int64_t b) {
+    return a > 0 && b > (int64_t(1) << 62) / a ? int64_t(1) << 62 : a * b;
+  };
+  int64_t total = 0;
+  for (Block &block : region)
+    for (Operation &op : block) {
+      int64_t trips = 1;
+      if (auto loop = dyn_cast<scf::ForOp>(op)) {
+        trips = tripCount(loop.getLowerBound(), loop.getUpperBound(),
+                          loop.getStep())
+                    .value_or(1024);
+      } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+        for (auto [lb, ub, step] : llvm::zip(
+                 loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
+          trips = times(trips, tripCount(lb, ub, step).value_or(1024));
+      }
+      int64_t inner = 1;
+      for (Region &nested : op.getRegions())
+        inner = std::max(inner, work(nested));
+      total = std::min(total + times(trips, inner), int64_t(1) << 62);
+    }
+  return total;
+}
+
+/// Whether the nest may run on another thread: no calls (the runtime's
+/// functions are not all thread-safe) and no allocations.
+bool isOutlinable(scf::ParallelOp loop) {
+  if (loop.getNumResults() != 0)
+    return false;
+  WalkResult result = loop.getRegion().walk([](Operation *op) {
+    if (isa<CallOpInterface>(op) || hasEffect<MemoryEffects::Allocate>(op) ||
+        hasEffect<MemoryEffects::Free>(op))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !result.wasInterrupted();
+}
+
+/// Whether `value` is better cloned into the outlined function than passed.
+bool isClonable(Value value) {
+  Operation *def = value.getDefiningOp();
+  return def && (def->hasTrait<OpTrait::ConstantLike>() ||
+                 isa<memref::GetGlobalOp>(def));
+}
+
+struct LoomOutlineParallelLoopsPass
+    : loom::impl::LoomOutlineParallelLoopsPassBase<
+          LoomOutlineParallelLoopsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<scf::ParallelOp> nests;
+    module.walk<WalkOrder::PreOrder>([&](scf::ParallelOp loop) {
+      std::optional<int64_t> trips = tripCount(
+          loop.getLowerBound()[0], loop.getUpperBound()[0], loop.getStep()[0]);
+      if (!trips || *trips < 2 || !isOutlinable(loop))
+        return WalkResult::advance();
+      // The nest's own iterations times those of its body.
+      int64_t own = 1;
+      for (auto [lb, ub, step] : llvm::zip(
+               loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
+        own *= tripCount(lb, ub, step).value_or(1024);
+      if (own * std::max<int64_t>(1, work(loop.getRegion())) < minWork)
+        return WalkResult::advance();
+      nests.push_back(loop);
+      return WalkResult::skip();
+    });
+    if (nests.empty())
+      return;
+
+    LowerToLLVMOptions options(&getContext());
+    LLVMTypeConverter converter(&getContext(), options);
+    func::FuncOp runtime = declareRuntime(module);
+    llvm::StringMap<unsigned> counters;
+    for (scf::ParallelOp loop : nests) {
+      auto parent = loop->getParentOfType<func::FuncOp>();
+      std::string name = (parent.getSymName() + "_parallel" +
+                          Twine(counters[parent.getSymName()]++))
+                             .str();
+      if (failed(outline(loop, name, runtime, converter)))
+        return signalPassFailure();
+    }
+  }
+
+  /// `loom_rt_parallel_for(fn, ctx, iterations)`, declared once.
+  func::FuncOp declareRuntime(ModuleOp module) {
+    if (auto existing = module.lookupSymbol<func::FuncOp>(kParallelFor))
+      return existing;
+    MLIRContext *ctx = module.getContext();
+    OpBuilder b(module.getBodyRegion());
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto i64 = IntegerType::get(ctx, 64);
+    auto body = FunctionType::get(ctx, {ptr, i64, i64}, {});
+    auto decl =
+        func::FuncOp::create(b, module.getLoc(), kParallelFor,
+                             FunctionType::get(ctx, {body, ptr, i64}, {}));
+    decl.setPrivate();
+    return decl;
+  }
+
+  LogicalResult outline(scf::ParallelOp loop, StringRef name,
+                        func::FuncOp runtime,
+                        const LLVMTypeConverter &converter) {
+    MLIRContext *ctx = loop.getContext();
+    Location loc = loop.getLoc();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto i64 = IntegerType::get(ctx, 64);
+
+    // What the nest reads from outside: passed through the record, or
+    // cloned.
+    llvm::SetVector<Value> used;
+    getUsedValuesDefinedAbove(loop.getRegion(), used);
+    for (unsigned i = 1, e = loop.getNumLoops(); i < e; ++i)
+      used.insert_range(ValueRange{loop.getLowerBound()[i],
+                                   loop.getUpperBound()[i], loop.getStep()[i]});
+    for (Value v : {loop.getLowerBound()[0], loop.getStep()[0]})
+      used.insert(v);
+    SmallVector<Value> passed, cloned;
+    SmallVector<Type> fields;
+    for (Value value : used) {
+      if (isClonable(value)) {
+        cloned.push_back(value);
+        continue;
+      }
+      Type type = value.getType();
+      Type field = type.isIndex() ? Type(i64) : converter.convertType(type);
+      if (!field || !LLVM::isCompatibleType(field))
+        return loop.emitOpError("uses a value of type ")
+               << type << " that cannot be passed to another thread";
+      passed.push_back(value);
+      fields.push_back(field);
+    }
+    auto record = LLVM::LLVMStructType::getLiteral(ctx, fields);
+
+    // The outlined function: read the record, then run the nest over
+    // [begin, end) of its first dimension.
+    auto parent = loop->getParentOfType<func::FuncOp>();
+    OpBuilder mb(parent);
+    auto fn = func::FuncOp::create(mb, loc, name,
+                                   FunctionType::get(ctx, {ptr, i64, i64}, {}));
+    fn.setPrivate();
+    Block *entry = fn.addEntryBlock();
+    OpBuilder b = OpBuilder::atBlockBegin(entry);
+    IRMapping mapping;
+    for (Value value : cloned)
+      mapping.map(value, b.clone(*value.getDefiningOp())->getResult(0));
+    for (auto [index, value] : llvm::enumerate(passed)) {
+      Value slot = LLVM::GEPOp::create(
+          b, loc, ptr, record, entry->getArgument(0),
+          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(index)});
+      Value field = LLVM::LoadOp::create(b, loc, fields[index], slot);
+      Type type = value.getType();
+      Value local =
+          type.isIndex()
+              ? arith::IndexCastOp::create(b, loc, type, field).getResult()
+          : isa<MemRefType>(type)
+              ? UnrealizedConversionCastOp::create(b, loc, type, field)
+                    .getResult(0)
+              : field;
+      mapping.map(value, local);
+    }
+    // Iteration i of the first dimension is lb + i * step.
+    Value lb = mapping.lookup(loop.getLowerBound()[0]);
+    Value step = mapping.lookup(loop.getStep()[0]);
+    auto iv = [&](Value iteration) {
+      Value i = arith::IndexCastOp::create(b, loc, b.getIndexType(), iteration);
+      return arith::AddIOp::create(
+          b, loc, lb, arith::MulIOp::create(b, loc, i, step).getResult());
+    };
+    SmallVector<Value> lbs{iv(entry->getArgument(1))},
+        ubs{iv(entry->getArgument(2))}, steps{step};
+    for (unsigned i = 1, e = loop.getNumLoops(); i < e; ++i) {
+      lbs.push_back(mapping.lookup(loop.getLowerBound()[i]));
+      ubs.push_back(mapping.lookup(loop.getUpperBound()[i]));
+      steps.push_back(mapping.lookup(loop.getStep()[i]));
+    }
+    auto nest = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+    nest.getRegion().getBlocks().clear();
+    loop.getRegion().cloneInto(&nest.getRegion(), mapping);
+    func::ReturnOp::create(b, loc);
+
+    // The call site: fill the record and hand the function to the pool.
+    // The record lives in the entry block, so a nest inside a loop does not
+    // grow the stack.
+    OpBuilder entryBuilder = OpBuilder::atBlockBegin(&parent.getBody().front());
+    Value one = LLVM::ConstantOp::create(entryBuilder, loc, i64,
+                                         entryBuilder.getI64IntegerAttr(1));
+    Value slots = LLVM::AllocaOp::create(entryBuilder, loc, ptr, record, one);
+    OpBuilder cb(loop);
+    for (auto [index, value] : llvm::enumerate(passed)) {
+      Type type = value.getType();
+      Value field =
+          type.isIndex()
+              ? arith::IndexCastOp::create(cb, loc, i64, value).getResult()
+          : isa<MemRefType>(type) ? UnrealizedConversionCastOp::create(
+                                        cb, loc, fields[index], value)
+                                        .getResult(0)
+                                  : value;
+      Value slot = LLVM::GEPOp::create(
+          cb, loc, ptr, record, slots,
+          ArrayRef<LLVM::GEPArg>{0, static_cast<int32_t>(index)});
+      LLVM::StoreOp::create(cb, loc, field, slot);
+    }
+    int64_t trips = *tripCount(loop.getLowerBound()[0], loop.getUpperBound()[0],
+                               loop.getStep()[0]);
+    Value callee = func::ConstantOp::create(cb, loc, fn.getFunctionType(),
+                                            SymbolRefAttr::get(fn));
+    Value count =
+        arith::ConstantOp::create(cb, loc, cb.getI64IntegerAttr(trips));
+    func::CallOp::create(cb, loc, runtime, ValueRange{callee, slots, count});
+    loop.erase();
+    return success();
+  }
+};
+
+} // namespace

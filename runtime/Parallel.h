@@ -1,0 +1,43 @@
+//===- Parallel.h - the runtime's thread pool -----------------------------===//
+//
+// One pool per process runs the parallel loops of compiled bundles
+// (loom_rt_parallel_for) and splits the library kernels' GEMMs. Its size is
+// LOOM_NUM_THREADS, or else the number of CPUs the process may run on;
+// `loom-run train --nproc N` gives each rank its share of the CPUs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LOOM_RUNTIME_PARALLEL_H
+#define LOOM_RUNTIME_PARALLEL_H
+
+#include <cstdint>
+
+namespace loom::rt {
+
+/// A chunk of a parallel loop: iterations [begin, end) with `ctx`.
+using ChunkFn = void (*)(void *ctx, int64_t begin, int64_t end);
+
+/// Threads that parallel loops use, the calling thread included (at least 1).
+int numThreads();
+
+/// Runs fn(ctx, begin, end) over [0, iterations) split into one contiguous
+/// chunk per thread, the calling thread taking the first, and returns when
+/// all are done. The split depends only on `iterations` and the pool's
+/// size, so results are reproducible. Runs everything on the calling thread
+/// when the pool has one thread, when called from inside a parallel loop,
+/// or while another thread's loop holds the pool. Thread-safe.
+void parallelFor(int64_t iterations, ChunkFn fn, void *ctx);
+
+/// parallelFor over a callable `body(begin, end)`.
+template <typename Body> void parallelFor(int64_t iterations, Body &&body) {
+  parallelFor(
+      iterations,
+      [](void *ctx, int64_t begin, int64_t end) {
+        (*static_cast<Body *>(ctx))(begin, end);
+      },
+      &body);
+}
+
+} // namespace loom::rt
+
+#endif // LOOM_RUNTIME_PARALLEL_H

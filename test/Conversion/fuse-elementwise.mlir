@@ -1,0 +1,142 @@
+// RUN: loom-opt %s --split-input-file --loom-fuse-elementwise | FileCheck %s
+
+// A producer over the same iteration space fuses into its consumer.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+
+// CHECK-LABEL: func.func @same_space
+// CHECK: linalg.generic
+// CHECK: math.sqrt
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @same_space(%a: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = math.sqrt %x : f32
+    linalg.yield %r : f32
+  } -> tensor<64x32xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%s, %b : tensor<64x32xf32>, tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.mulf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<64x32xf32>
+  return %m : tensor<64x32xf32>
+}
+
+// -----
+
+// A per-row statistic with a square root and a division (layer norm's
+// 1 / sqrt(var + eps)) is computed once per row, not once per element of the
+// row it is broadcast over; a cheap per-row producer (one addition) fuses.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+#rowid = affine_map<(d0, d1) -> (d0, d1)>
+
+// CHECK-LABEL: func.func @broadcast_row
+// CHECK: %[[RSTD:.*]] = linalg.generic
+// CHECK: math.sqrt
+// CHECK: arith.divf
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[RSTD]],
+// CHECK-NOT: math.sqrt
+// CHECK: arith.addf
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @broadcast_row(%x: tensor<64x32xf32>, %var: tensor<64x1xf32>, %mean: tensor<64x1xf32>) -> tensor<64x32xf32> {
+  %one = arith.constant 1.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %e1 = tensor.empty() : tensor<64x1xf32>
+  %rstd = linalg.generic {indexing_maps = [#rowid, #rowid], iterator_types = ["parallel", "parallel"]}
+      ins(%var : tensor<64x1xf32>) outs(%e1 : tensor<64x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %a = arith.addf %v, %eps : f32
+    %s = math.sqrt %a : f32
+    %r = arith.divf %one, %s : f32
+    linalg.yield %r : f32
+  } -> tensor<64x1xf32>
+  %shift = linalg.generic {indexing_maps = [#rowid, #rowid], iterator_types = ["parallel", "parallel"]}
+      ins(%mean : tensor<64x1xf32>) outs(%e1 : tensor<64x1xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %a = arith.addf %v, %one : f32
+    linalg.yield %a : f32
+  } -> tensor<64x1xf32>
+  %e = tensor.empty() : tensor<64x32xf32>
+  %n = linalg.generic {indexing_maps = [#id, #row, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %rstd, %shift : tensor<64x32xf32>, tensor<64x1xf32>, tensor<64x1xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%a: f32, %r: f32, %m: f32, %o: f32):
+    %d = arith.subf %a, %m : f32
+    %y = arith.mulf %d, %r : f32
+    linalg.yield %y : f32
+  } -> tensor<64x32xf32>
+  return %n : tensor<64x32xf32>
+}
+
+// -----
+
+// A gather (embedding lookup) fuses into its only consumer, but is not
+// copied into each of two.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#ids = affine_map<(d0, d1) -> (d0)>
+
+// CHECK-LABEL: func.func @gather_one_use
+// CHECK: linalg.generic
+// CHECK: tensor.extract
+// CHECK: arith.mulf
+// CHECK-NOT: linalg.generic
+func.func @gather_one_use(%table: tensor<100x16xf32>, %ids: tensor<8xindex>, %w: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %g = linalg.generic {indexing_maps = [#ids, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<8xindex>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%i: index, %o: f32):
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%i, %j] : tensor<100x16xf32>
+    linalg.yield %v : f32
+  } -> tensor<8x16xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %w : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.mulf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  return %m : tensor<8x16xf32>
+}
+
+// CHECK-LABEL: func.func @gather_two_uses
+// CHECK: %[[G:.*]] = linalg.generic
+// CHECK: tensor.extract
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[G]],
+// CHECK-NOT: tensor.extract
+// CHECK: linalg.generic
+// CHECK-SAME: ins(%[[G]],
+// CHECK-NOT: tensor.extract
+// CHECK: return
+func.func @gather_two_uses(%table: tensor<100x16xf32>, %ids: tensor<8xindex>, %w: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %e = tensor.empty() : tensor<8x16xf32>
+  %g = linalg.generic {indexing_maps = [#ids, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<8xindex>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%i: index, %o: f32):
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%i, %j] : tensor<100x16xf32>
+    linalg.yield %v : f32
+  } -> tensor<8x16xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %w : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.mulf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  %a = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %w : tensor<8x16xf32>, tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<8x16xf32>
+  return %m, %a : tensor<8x16xf32>, tensor<8x16xf32>
+}
