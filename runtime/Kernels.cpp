@@ -53,16 +53,20 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
 /// Products smaller than this many multiply-adds run on one thread.
 constexpr int64_t kParallelGemmWork = 1 << 16;
 
-/// gemm split over the thread pool: by blocks of rows of c when there are
-/// enough, else by blocks of columns. Blocks are multiples of 16 rows or
-/// columns (OpenBLAS's micro-kernel tiles).
+/// gemm split over the thread pool, by blocks of rows or of columns of c
+/// (multiples of 16, OpenBLAS's micro-kernel tiles). Each thread packs the
+/// whole of the operand the blocks share (b for blocks of rows, a for blocks
+/// of columns), so the split goes along the longer side of c, which shares
+/// the smaller operand.
 void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
                   int64_t k, const float *a, int64_t lda, const float *b,
                   int64_t ldb, float *c, int64_t ldc) {
   int threads = loom::rt::numThreads();
   constexpr int64_t tile = 16;
-  bool byRows = m >= threads * tile, byColumns = n >= threads * tile;
-  if (threads == 1 || m * n * k < kParallelGemmWork || !(byRows || byColumns)) {
+  bool rowsSplit = m >= threads * tile, columnsSplit = n >= threads * tile;
+  bool byRows = rowsSplit && (m >= n || !columnsSplit);
+  if (threads == 1 || m * n * k < kParallelGemmWork ||
+      !(rowsSplit || columnsSplit)) {
     gemm(transposeA, transposeB, m, n, k, a, lda, b, ldb, c, ldc);
     return;
   }
