@@ -11,6 +11,7 @@
 
 #include "loom/runtime.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -53,6 +54,10 @@ int configuredThreads() {
 
 thread_local bool insideLoop = false;
 
+/// Set in the child of a fork, which has none of the pool's workers: its
+/// loops run on the calling thread.
+std::atomic<bool> forkedChild{false};
+
 class Pool {
 public:
   explicit Pool(int threads) : threads(threads) {
@@ -65,7 +70,8 @@ public:
   int size() const { return threads; }
 
   void run(int64_t iterations, ChunkFn fn, void *ctx) {
-    if (threads == 1 || iterations < 2 || insideLoop || !busy.try_lock()) {
+    if (threads == 1 || iterations < 2 || insideLoop ||
+        forkedChild.load(std::memory_order_relaxed) || !busy.try_lock()) {
       fn(ctx, 0, iterations);
       return;
     }
@@ -142,7 +148,10 @@ private:
 
 Pool &pool() {
   // Never destroyed: detached workers may still wait on it at exit.
-  static Pool *instance = new Pool(configuredThreads());
+  static Pool *instance = [] {
+    pthread_atfork(nullptr, nullptr, [] { forkedChild = true; });
+    return new Pool(configuredThreads());
+  }();
   return *instance;
 }
 

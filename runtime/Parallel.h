@@ -25,7 +25,8 @@ int numThreads();
 /// all are done. The split depends only on `iterations` and the pool's
 /// size, so results are reproducible. Runs everything on the calling thread
 /// when the pool has one thread, when called from inside a parallel loop,
-/// or while another thread's loop holds the pool. Thread-safe.
+/// while another thread's loop holds the pool, or in a process forked after
+/// the pool started (which has none of its workers). Thread-safe.
 void parallelFor(int64_t iterations, ChunkFn fn, void *ctx);
 
 /// parallelFor over a callable `body(begin, end)`.

@@ -6,6 +6,8 @@
 //
 // `infer` binds .npy files to a bundle's inputs through libloomrt's C API,
 // runs the entry point and writes every output as DIR/<output name>.npy.
+// `--num-threads N`, for every command, sizes libloomrt's thread pool (it sets
+// LOOM_NUM_THREADS before a bundle is loaded).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +29,13 @@
 #include <vector>
 
 using namespace llvm;
+
+static cl::opt<unsigned> threads(
+    "num-threads",
+    cl::desc("Threads per process for the generated loops and GEMMs "
+             "(default: LOOM_NUM_THREADS if set, else every CPU this process "
+             "may use; with --nproc, an equal share of them per rank)"),
+    cl::init(0), cl::sub(cl::SubCommand::getAll()));
 
 static cl::SubCommand inferCommand("infer",
                                    "Run a bundle's entry point on .npy inputs");
@@ -196,6 +205,9 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::ParseCommandLineOptions(argc, argv,
                               "loom-run: runs models compiled by loomc\n");
+  // Read by libloomrt when it first runs a parallel loop.
+  if (threads > 0)
+    ::setenv("LOOM_NUM_THREADS", std::to_string(threads).c_str(), 1);
   if (inferCommand)
     return runInfer();
   if (trainCommand)

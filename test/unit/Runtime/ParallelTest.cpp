@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -140,6 +143,25 @@ TEST(ParallelFor, CallersOnSeveralThreads) {
     caller.join();
   for (auto &sum : sums)
     EXPECT_EQ(sum.load(), 500 * (99 * 100 / 2));
+}
+
+TEST(ParallelFor, ForkedChildRunsLoopsItself) {
+  // The pool is running (earlier tests); a forked child has none of its
+  // workers and must not wait for them.
+  std::atomic<int64_t> warm{0};
+  loom_rt_parallel_for(sumChunk, &warm, 10);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(10); // a hang fails the test instead of blocking it
+    std::atomic<int64_t> sum{0};
+    loom_rt_parallel_for(sumChunk, &sum, 1000);
+    _exit(sum.load() == 999 * 1000 / 2 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "the child hung or crashed";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 /// A row-major matrix with `pad` unused floats after each row.
