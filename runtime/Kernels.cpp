@@ -35,11 +35,11 @@ using Matrix = Descriptor<2>;
 using Batch = Descriptor<3>;
 using Grouped = Descriptor<5>;
 
-/// c += op(a) * op(b) on row-major matrices with leading dimensions, on the
-/// calling thread.
+/// c = op(a) * op(b) + beta * c (beta 1: accumulate, 0: overwrite) on
+/// row-major matrices with leading dimensions, on the calling thread.
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
-          const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
-          int64_t ldc) {
+          const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+          float *c, int64_t ldc) {
   // The pool splits the work; OpenBLAS's own threads would compete with it.
   static const bool singleThreaded = [] {
     openblas_set_num_threads(1);
@@ -48,7 +48,7 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
   (void)singleThreaded;
   cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-              1.0f, a, (int)lda, b, (int)ldb, 1.0f, c, (int)ldc);
+              1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 /// Products smaller than this many multiply-adds run on one thread.
 constexpr int64_t kParallelGemmWork = 1 << 16;
@@ -60,14 +60,14 @@ constexpr int64_t kParallelGemmWork = 1 << 16;
 /// the smaller operand.
 void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
                   int64_t k, const float *a, int64_t lda, const float *b,
-                  int64_t ldb, float *c, int64_t ldc) {
+                  int64_t ldb, float beta, float *c, int64_t ldc) {
   int threads = loom::rt::numThreads();
   constexpr int64_t tile = 16;
   bool rowsSplit = m >= threads * tile, columnsSplit = n >= threads * tile;
   bool byRows = rowsSplit && (m >= n || !columnsSplit);
   if (threads == 1 || m * n * k < kParallelGemmWork ||
       !(rowsSplit || columnsSplit)) {
-    gemm(transposeA, transposeB, m, n, k, a, lda, b, ldb, c, ldc);
+    gemm(transposeA, transposeB, m, n, k, a, lda, b, ldb, beta, c, ldc);
     return;
   }
   int64_t extent = byRows ? m : n, tiles = (extent + tile - 1) / tile;
@@ -75,37 +75,40 @@ void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
     int64_t lo = begin * tile, hi = std::min(end * tile, extent);
     if (byRows)
       gemm(transposeA, transposeB, hi - lo, n, k,
-           transposeA ? a + lo : a + lo * lda, lda, b, ldb, c + lo * ldc, ldc);
+           transposeA ? a + lo : a + lo * lda, lda, b, ldb, beta, c + lo * ldc,
+           ldc);
     else
       gemm(transposeA, transposeB, m, hi - lo, k, a, lda,
-           transposeB ? b + lo * ldb : b + lo, ldb, c + lo, ldc);
+           transposeB ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
   });
 }
 } // namespace
 
 /// c += op(a) * op(b): bit 0 of `flags` transposes `b` ([N, K] instead of
-/// [K, N]), bit 1 transposes `a` ([K, M] instead of [M, K]); c is [M, N].
-/// Rows must be contiguous (unit inner stride), which the compiler
-/// guarantees.
+/// [K, N]), bit 1 transposes `a` ([K, M] instead of [M, K]), bit 2 overwrites
+/// c (c = op(a) * op(b), c not read); c is [M, N]. Rows must be contiguous
+/// (unit inner stride), which the compiler guarantees.
 extern "C" LOOM_API void _mlir_ciface_loom_kernel_matmul_f32(Matrix *a,
                                                              Matrix *b,
                                                              Matrix *c,
                                                              int64_t flags) {
   bool transposeA = flags & 2, transposeB = flags & 1;
+  float beta = flags & 4 ? 0.0f : 1.0f;
   int64_t m = c->sizes[0], n = c->sizes[1];
   int64_t k = transposeA ? a->sizes[0] : a->sizes[1];
   if (m == 0 || n == 0)
     return;
   parallelGemm(transposeA, transposeB, m, n, k, a->data(), a->strides[0],
-               b->data(), b->strides[0], c->data(), c->strides[0]);
+               b->data(), b->strides[0], beta, c->data(), c->strides[0]);
 }
 
-/// c[i] += op(a[i]) * op(b[i]) for every i of the leading (batch) dimension,
-/// with `flags` as in loom_kernel_matmul_f32.
+/// c[i] += op(a[i]) * op(b[i]) (or = with bit 2 of `flags`) for every i of
+/// the leading (batch) dimension, with `flags` as in loom_kernel_matmul_f32.
 extern "C" LOOM_API void
 _mlir_ciface_loom_kernel_batch_matmul_f32(Batch *a, Batch *b, Batch *c,
                                           int64_t flags) {
   bool transposeA = flags & 2, transposeB = flags & 1;
+  float beta = flags & 4 ? 0.0f : 1.0f;
   int64_t m = c->sizes[1], n = c->sizes[2];
   int64_t k = transposeA ? a->sizes[1] : a->sizes[2];
   if (m == 0 || n == 0)
@@ -121,7 +124,7 @@ _mlir_ciface_loom_kernel_batch_matmul_f32(Batch *a, Batch *b, Batch *c,
     for (int64_t i = 0; i < batch; ++i) {
       auto [ai, bi, ci] = product(i);
       parallelGemm(transposeA, transposeB, m, n, k, ai, a->strides[1], bi,
-                   b->strides[1], ci, c->strides[1]);
+                   b->strides[1], beta, ci, c->strides[1]);
     }
     return;
   }
@@ -129,7 +132,7 @@ _mlir_ciface_loom_kernel_batch_matmul_f32(Batch *a, Batch *b, Batch *c,
     for (int64_t i = begin; i < end; ++i) {
       auto [ai, bi, ci] = product(i);
       gemm(transposeA, transposeB, m, n, k, ai, a->strides[1], bi,
-           b->strides[1], ci, c->strides[1]);
+           b->strides[1], beta, ci, c->strides[1]);
     }
   });
 }
@@ -215,7 +218,7 @@ _mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
         float *result = out->data() + n * os[0] + g * os[1];
         if (denseOut) {
           parallelGemm(false, false, features, pixels, depth, w, ldw, cols, ldc,
-                       result, os[2]);
+                       1.0f, result, os[2]);
           continue;
         }
         for (int64_t f = 0; f < features; ++f)
@@ -224,7 +227,7 @@ _mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
               packedOut[f * pixels + oh * outW + ow] =
                   result[f * os[2] + oh * os[3] + ow * os[4]];
         parallelGemm(false, false, features, pixels, depth, w, ldw, cols, ldc,
-                     packedOut.data(), pixels);
+                     1.0f, packedOut.data(), pixels);
         for (int64_t f = 0; f < features; ++f)
           for (int64_t oh = 0; oh < outH; ++oh)
             for (int64_t ow = 0; ow < outW; ++ow)

@@ -1952,12 +1952,69 @@ private:
   llvm::StringMap<func::FuncOp> kernels;
 };
 
+/// Whether `value` is a +0.0 float constant.
+static bool isPositiveZero(Value value) {
+  FloatAttr attr;
+  return matchPattern(value, m_Constant(&attr)) &&
+         attr.getValue().isPosZero();
+}
+
+/// Whether `buffer` holds zeros wherever it is read: its only writer is a
+/// linalg.fill with +0.0, and everything else only copies from it or frees
+/// it.
+static bool holdsZeros(Value buffer) {
+  if (!buffer.getDefiningOp<memref::AllocOp>())
+    return false;
+  unsigned fills = 0;
+  for (Operation *user : buffer.getUsers()) {
+    if (auto fill = dyn_cast<linalg::FillOp>(user)) {
+      if (!fill.hasPureBufferSemantics() ||
+          !isPositiveZero(fill.getInputs()[0]) || ++fills > 1)
+        return false;
+      continue;
+    }
+    auto copy = dyn_cast<memref::CopyOp>(user);
+    if (!(copy && copy.getSource() == buffer) && !isa<memref::DeallocOp>(user))
+      return false;
+  }
+  return fills == 1;
+}
+
+/// The op that zeroes the result `c` of a contraction just before it (the
+/// previous op but for constants): a fill of `c` with +0.0, or a copy into
+/// `c` from a buffer of zeros. Null if there is none.
+static Operation *zeroingOf(Operation *contraction, Value c) {
+  Operation *prev = contraction->getPrevNode();
+  while (prev && prev->hasTrait<OpTrait::ConstantLike>())
+    prev = prev->getPrevNode();
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(prev))
+    if (fill.hasPureBufferSemantics() && fill.getOutputs()[0] == c &&
+        isPositiveZero(fill.getInputs()[0]))
+      return fill;
+  if (auto copy = dyn_cast_or_null<memref::CopyOp>(prev))
+    if (copy.getTarget() == c && holdsZeros(copy.getSource()))
+      return copy;
+  return nullptr;
+}
+
 struct LoomMatmulToKernelPass
     : mlir::loom::impl::LoomMatmulToKernelPassBase<LoomMatmulToKernelPass> {
+  /// Flag 4 for a product whose result was just zeroed, with the zeroing op
+  /// removed (and, once nothing copies from it, the buffer of zeros).
+  int64_t overwriteFlag(Operation *contraction, Value c) {
+    Operation *zeroing = zeroingOf(contraction, c);
+    if (!zeroing)
+      return 0;
+    if (auto copy = dyn_cast<memref::CopyOp>(zeroing))
+      zeroSources.insert(copy.getSource());
+    zeroing->erase();
+    return 4;
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     KernelCalls calls(module);
-    // Flags: 1 = b transposed, 2 = a transposed.
+    // Flags: 1 = b transposed, 2 = a transposed (4 = overwrite c, above).
     auto flags = [](bool transposeA, bool transposeB) -> int64_t {
       return (transposeB ? 1 : 0) | (transposeA ? 2 : 0);
     };
@@ -1975,8 +2032,9 @@ struct LoomMatmulToKernelPass
           maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, c) ||
           !KernelCalls::stridedF32(matmul, /*unitRows=*/true))
         return;
+      int64_t overwrite = overwriteFlag(matmul, matmul.getOutputs()[0]);
       calls.replace(matmul, "loom_kernel_matmul_f32", calls.anyLayout(2),
-                    {flags(transposeA, transposeB)});
+                    {flags(transposeA, transposeB) | overwrite});
     });
 
     module.walk([&](linalg::BatchMatmulOp matmul) {
@@ -1994,8 +2052,9 @@ struct LoomMatmulToKernelPass
           maps[2] != map(1, 2) ||
           !KernelCalls::stridedF32(matmul, /*unitRows=*/true))
         return;
+      int64_t overwrite = overwriteFlag(matmul, matmul.getOutputs()[0]);
       calls.replace(matmul, "loom_kernel_batch_matmul_f32", calls.anyLayout(3),
-                    {flags(transposeA, transposeB)});
+                    {flags(transposeA, transposeB) | overwrite});
     });
 
     // Grouped 2-D convolutions: im2col + GEMM in the runtime, with the
@@ -2010,7 +2069,19 @@ struct LoomMatmulToKernelPass
           extra.push_back(v.getSExtValue());
       calls.replace(conv, "loom_kernel_conv2d_f32", calls.anyLayout(5), extra);
     });
+
+    // Buffers of zeros that no product copies from any more.
+    for (Value zeros : zeroSources) {
+      if (llvm::any_of(zeros.getUsers(), llvm::IsaPred<memref::CopyOp>))
+        continue;
+      for (Operation *user : llvm::make_early_inc_range(zeros.getUsers()))
+        user->erase();
+      zeros.getDefiningOp()->erase();
+    }
   }
+
+private:
+  llvm::SetVector<Value> zeroSources;
 };
 
 struct LoomMemrefCopyToLinalgPass

@@ -82,11 +82,14 @@ def LoomMatmulToKernelPass
     Replaces every `linalg.matmul` on f32 memrefs with unit-stride rows (plain
     or with either operand transposed, as `loom-convert-loom-to-linalg`
     emits them) by a call to `loom_kernel_matmul_f32(a, b, c, flags)` (flags:
-    1 = `b` transposed, 2 = `a` transposed), and every `linalg.batch_matmul`
+    1 = `b` transposed, 2 = `a` transposed, 4 = overwrite `c`), and every `linalg.batch_matmul`
     of that form by `loom_kernel_batch_matmul_f32(a, b, c, flags)`,
     declared with `llvm.emit_c_interface`. libloomrt implements it with
     OpenBLAS and resolves it when a bundle is loaded. `c` accumulates, as
-    linalg.matmul does. Every `linalg.conv_2d_ngchw_gfchw` on f32 memrefs
+    linalg.matmul does, except where the op before the product zeroes `c`
+    (a `linalg.fill` with +0.0, or a `memref.copy` from a buffer that only
+    such a fill writes): that op goes, and flag 4 tells the kernel to
+    overwrite `c` instead of reading it. Every `linalg.conv_2d_ngchw_gfchw` on f32 memrefs
     (the form `loom-convert-loom-to-linalg` gives 2-D f32 convolutions, with
     the padding already applied) becomes `loom_kernel_conv2d_f32(input,
     filter, output, stride_h, stride_w, dilation_h, dilation_w)`: im2col and

@@ -42,7 +42,7 @@ func.func @same_space(%a: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> tensor<64
 // CHECK: math.sqrt
 // CHECK: arith.divf
 // CHECK: linalg.generic
-// CHECK-SAME: ins(%[[RSTD]],
+// CHECK-SAME: ins(%{{.*}}, %[[RSTD]], %{{.*}} :
 // CHECK-NOT: math.sqrt
 // CHECK: arith.addf
 // CHECK: arith.mulf

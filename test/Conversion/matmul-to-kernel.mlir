@@ -46,3 +46,76 @@ func.func @grouped_conv(%in: memref<1x2x2x10x11xf32>, %w: memref<2x3x2x3x3xf32>,
     ins(%in, %w : memref<1x2x2x10x11xf32>, memref<2x3x2x3x3xf32>) outs(%out : memref<1x2x3x3x4xf32>)
   return
 }
+
+// -----
+
+// A result zeroed just before the product (by a fill with +0.0, or by a copy
+// from a buffer that only such a fill writes) is overwritten by the kernel
+// (flag 4) instead of being zeroed and read; the buffer of zeros goes once
+// nothing copies from it.
+// CHECK-LABEL: func @zeroed_results
+func.func @zeroed_results(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>, %d: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  // CHECK-NOT: memref.alloc
+  // CHECK-NOT: linalg.fill
+  // CHECK-NOT: memref.copy
+  // CHECK: %[[OVERWRITE:.*]] = arith.constant 4 : i64
+  // CHECK: call @loom_kernel_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[OVERWRITE]])
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  // CHECK-NOT: memref.alloc
+  // CHECK-NOT: linalg.fill
+  // CHECK-NOT: memref.copy
+  %zeros = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%zeros : memref<8x16xf32>)
+  memref.copy %zeros, %d : memref<8x16xf32> to memref<8x16xf32>
+  // CHECK: %[[OVERWRITE2:.*]] = arith.constant 4 : i64
+  // CHECK: call @loom_kernel_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[OVERWRITE2]])
+  // CHECK-NOT: memref.dealloc
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%d : memref<8x16xf32>)
+  memref.dealloc %zeros : memref<8x16xf32>
+  return
+}
+
+// -----
+
+// Results that hold something else, or are touched between the zeroing and
+// the product, still accumulate (flag 0), and their zeroing stays.
+// CHECK-LABEL: func @accumulated_results
+func.func @accumulated_results(%a: memref<8x4xf32>, %b: memref<4x16xf32>, %c: memref<8x16xf32>, %d: memref<8x16xf32>, %e: memref<8x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %negzero = arith.constant -0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %c0 = arith.constant 0 : index
+  // CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : memref<8x16xf32>)
+  // CHECK: %[[ACC1:.*]] = arith.constant 0 : i64
+  // CHECK: call @loom_kernel_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[ACC1]])
+  linalg.fill ins(%one : f32) outs(%c : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  // Only +0.0 counts: accumulating into -0.0 keeps the sign of a -0.0
+  // product, which overwriting would not.
+  // CHECK: linalg.fill
+  // CHECK: %[[ACC2:.*]] = arith.constant 0 : i64
+  // CHECK: call @loom_kernel_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[ACC2]])
+  linalg.fill ins(%negzero : f32) outs(%d : memref<8x16xf32>)
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%d : memref<8x16xf32>)
+  // A buffer of zeros that is also written elsewhere.
+  %zeros = memref.alloc() : memref<8x16xf32>
+  linalg.fill ins(%zero : f32) outs(%zeros : memref<8x16xf32>)
+  memref.store %one, %zeros[%c0, %c0] : memref<8x16xf32>
+  memref.copy %zeros, %e : memref<8x16xf32> to memref<8x16xf32>
+  // CHECK: memref.copy
+  // CHECK: %[[ACC3:.*]] = arith.constant 0 : i64
+  // CHECK: call @loom_kernel_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[ACC3]])
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%e : memref<8x16xf32>)
+  // The result read between its zeroing and the product.
+  // CHECK: linalg.fill
+  // CHECK: memref.load
+  // CHECK: %[[ACC4:.*]] = arith.constant 0 : i64
+  // CHECK: call @loom_kernel_matmul_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[ACC4]])
+  linalg.fill ins(%zero : f32) outs(%c : memref<8x16xf32>)
+  %x = memref.load %c[%c0, %c0] : memref<8x16xf32>
+  linalg.matmul ins(%a, %b : memref<8x4xf32>, memref<4x16xf32>) outs(%c : memref<8x16xf32>)
+  memref.dealloc %zeros : memref<8x16xf32>
+  return
+}

@@ -225,6 +225,20 @@ TEST(SplitGemm, ByColumns) {
 
 TEST(SplitGemm, SmallProductsOnOneThread) { checkMatmul(5, 7, 3, false, true); }
 
+TEST(SplitGemm, OverwriteDoesNotReadTheResult) {
+  // Flag 4: c = a b, whatever c held (NaN here), split or not.
+  for (int64_t m : {5, 70}) {
+    Matrix a(m, 30, 0, 0.3f), b(30, 40, 0, 0.8f), c(m, 40, 0, 0.0f);
+    Matrix zeros = c;
+    for (float &x : zeros.storage)
+      x = 0.0f;
+    for (float &x : c.storage)
+      x = std::nanf("");
+    _mlir_ciface_loom_kernel_matmul_f32(&a.desc, &b.desc, &c.desc, 4);
+    expectProduct(a, b, zeros, c, false, false);
+  }
+}
+
 /// A [batch, rows, cols] tensor, dense.
 struct Batch {
   std::vector<float> storage;
