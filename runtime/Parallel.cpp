@@ -2,8 +2,9 @@
 //
 // Workers wait for a new loop by spinning briefly (loops of one training step
 // follow each other within microseconds) and then sleeping on a condition
-// variable. The caller posts a loop by bumping a generation counter, runs
-// the first chunk itself and spins until the workers' chunks are done.
+// variable. The caller posts a loop by bumping a generation counter, and
+// every thread, the caller included, takes chunks from a shared counter until
+// none is left; the caller then spins until the workers are done.
 //
 //===----------------------------------------------------------------------===//
 
@@ -62,20 +63,23 @@ class Pool {
 public:
   explicit Pool(int threads) : threads(threads) {
     for (int i = 1; i < threads; ++i)
-      workers.emplace_back([this, i] { work(i); });
+      workers.emplace_back([this] { work(); });
     for (std::thread &worker : workers)
       worker.detach();
   }
 
   int size() const { return threads; }
 
-  void run(int64_t iterations, ChunkFn fn, void *ctx) {
+  void run(int64_t iterations, ChunkFn fn, void *ctx, int chunksPerThread) {
     if (threads == 1 || iterations < 2 || insideLoop ||
         forkedChild.load(std::memory_order_relaxed) || !busy.try_lock()) {
       fn(ctx, 0, iterations);
       return;
     }
-    job = {fn, ctx, iterations};
+    job = {fn, ctx, iterations,
+           std::min<int64_t>(iterations,
+                             int64_t(threads) * std::max(1, chunksPerThread))};
+    next.store(0, std::memory_order_relaxed);
     pending.store(threads - 1, std::memory_order_relaxed);
     generation.fetch_add(1, std::memory_order_release);
     {
@@ -83,7 +87,7 @@ public:
       std::lock_guard<std::mutex> lock(sleepMutex);
     }
     wake.notify_all();
-    runChunk(0);
+    runChunks();
     for (unsigned spins = 0; pending.load(std::memory_order_acquire) != 0;
          ++spins) {
       if (spins < 4096)
@@ -99,19 +103,22 @@ private:
     ChunkFn fn = nullptr;
     void *ctx = nullptr;
     int64_t iterations = 0;
+    int64_t chunks = 0;
   };
 
-  void runChunk(int index) {
-    int64_t begin = job.iterations * index / threads;
-    int64_t end = job.iterations * (index + 1) / threads;
-    if (begin < end) {
-      insideLoop = true;
-      job.fn(job.ctx, begin, end);
-      insideLoop = false;
-    }
+  /// Takes chunks of the posted loop until none is left. Chunk i is always
+  /// [iterations * i / chunks, iterations * (i + 1) / chunks), whichever
+  /// thread takes it.
+  void runChunks() {
+    insideLoop = true;
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed);
+         i < job.chunks; i = next.fetch_add(1, std::memory_order_relaxed))
+      job.fn(job.ctx, job.iterations * i / job.chunks,
+             job.iterations * (i + 1) / job.chunks);
+    insideLoop = false;
   }
 
-  void work(int index) {
+  void work() {
     uint64_t seen = 0;
     for (;;) {
       uint64_t current = generation.load(std::memory_order_acquire);
@@ -131,7 +138,7 @@ private:
         current = generation.load(std::memory_order_acquire);
       }
       seen = current;
-      runChunk(index);
+      runChunks();
       pending.fetch_sub(1, std::memory_order_release);
     }
   }
@@ -141,6 +148,7 @@ private:
   std::mutex busy;
   Job job;
   std::atomic<uint64_t> generation{0};
+  std::atomic<int64_t> next{0};
   std::atomic<int> pending{0};
   std::mutex sleepMutex;
   std::condition_variable wake;
@@ -159,10 +167,11 @@ Pool &pool() {
 
 int numThreads() { return pool().size(); }
 
-void parallelFor(int64_t iterations, ChunkFn fn, void *ctx) {
+void parallelFor(int64_t iterations, ChunkFn fn, void *ctx,
+                 int chunksPerThread) {
   if (iterations <= 0)
     return;
-  pool().run(iterations, fn, ctx);
+  pool().run(iterations, fn, ctx, chunksPerThread);
 }
 
 } // namespace loom::rt
@@ -171,5 +180,7 @@ void parallelFor(int64_t iterations, ChunkFn fn, void *ctx) {
 /// loom-outline-parallel-loops moved into functions of their own.
 extern "C" LOOM_API void loom_rt_parallel_for(loom::rt::ChunkFn fn, void *ctx,
                                               int64_t iterations) {
-  loom::rt::parallelFor(iterations, fn, ctx);
+  // Loop nests are cheap to cut finer: a thread that starts late, or whose
+  // data is further away, takes fewer chunks.
+  loom::rt::parallelFor(iterations, fn, ctx, /*chunksPerThread=*/4);
 }

@@ -11,6 +11,7 @@
 #define LOOM_RUNTIME_PARALLEL_H
 
 #include <cstdint>
+#include <type_traits>
 
 namespace loom::rt {
 
@@ -20,21 +21,23 @@ using ChunkFn = void (*)(void *ctx, int64_t begin, int64_t end);
 /// Threads that parallel loops use, the calling thread included (at least 1).
 int numThreads();
 
-/// Runs fn(ctx, begin, end) over [0, iterations) split into one contiguous
-/// chunk per thread, the calling thread taking the first, and returns when
-/// all are done. The split depends only on `iterations` and the pool's
-/// size, so results are reproducible. Runs everything on the calling thread
+/// Runs fn(ctx, begin, end) over [0, iterations) cut into
+/// min(iterations, threads * chunksPerThread) contiguous chunks, which the
+/// threads (the calling one included) take in turn, and returns when all are
+/// done. Chunk boundaries depend only on `iterations`, `chunksPerThread` and
+/// the pool's size, never on timing. Runs everything on the calling thread
 /// when the pool has one thread, when called from inside a parallel loop,
 /// while another thread's loop holds the pool, or in a process forked after
 /// the pool started (which has none of its workers). Thread-safe.
-void parallelFor(int64_t iterations, ChunkFn fn, void *ctx);
+void parallelFor(int64_t iterations, ChunkFn fn, void *ctx,
+                 int chunksPerThread = 1);
 
-/// parallelFor over a callable `body(begin, end)`.
+/// parallelFor over a callable `body(begin, end)`, one chunk per thread.
 template <typename Body> void parallelFor(int64_t iterations, Body &&body) {
   parallelFor(
       iterations,
       [](void *ctx, int64_t begin, int64_t end) {
-        (*static_cast<Body *>(ctx))(begin, end);
+        (*static_cast<std::remove_reference_t<Body> *>(ctx))(begin, end);
       },
       &body);
 }
