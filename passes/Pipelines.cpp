@@ -9,7 +9,8 @@
 //   buffer-results-to-out-params{modify-public-functions hoist-static-allocs},
 //   loom-expose-entry-points, buffer-deallocation-pipeline,
 //   loom-matmul-to-kernel, loom-memref-copy-to-linalg,
-//   convert-linalg-to-loops (from -O2: convert-linalg-to-parallel-loops),
+//   convert-linalg-to-loops (from -O2: loom-split-reductions,
+//   convert-linalg-to-parallel-loops),
 //   expand-strided-metadata, lower-affine,
 //   loom-outline-parallel-loops (from -O2), convert-scf-to-cf,
 //   loom-approximate-math (from -O2), convert-math-to-funcs,
@@ -68,10 +69,12 @@ void loom::buildLoomLinalgToLLVMPipeline(
   pm.addNestedPass<func::FuncOp>(createLoomMemrefCopyToLinalgPass());
   // From -O2, parallel dimensions become scf.parallel, and large nests run
   // on the runtime's threads.
-  if (options.optLevel > 1)
+  if (options.optLevel > 1) {
+    pm.addNestedPass<func::FuncOp>(createLoomSplitReductionsPass());
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
-  else
+  } else {
     pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  }
   // Strided-metadata expansion creates affine.apply; lower affine after it.
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

@@ -1,5 +1,8 @@
 //===- ParallelLoops.cpp - parallel loop nests on the runtime's threads ---===//
 //
+// loom-split-reductions: linalg ops whose outer loops are reductions get an
+// outer parallel loop over tiles of a parallel dimension.
+//
 // loom-outline-parallel-loops: each outermost scf.parallel nest with enough
 // work moves into a function `(ctx, begin, end)` that runs part of its first
 // dimension, and the nest becomes a call of the runtime's thread pool,
@@ -15,7 +18,10 @@
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
@@ -27,6 +33,7 @@
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMOUTLINEPARALLELLOOPSPASS
+#define GEN_PASS_DEF_LOOMSPLITREDUCTIONSPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -94,6 +101,74 @@ bool isClonable(Value value) {
   return def && (def->hasTrait<OpTrait::ConstantLike>() ||
                  isa<memref::GetGlobalOp>(def));
 }
+
+/// Tile sizes that split the first parallel dimension of `op` into up to 8
+/// tiles, or nothing when the op does not start with a reduction, is too
+/// small, or has no parallel dimension that splits well.
+std::optional<SmallVector<int64_t>> reductionSplit(linalg::LinalgOp op,
+                                                   int64_t minWork) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (iterators.empty() || iterators.front() != utils::IteratorType::reduction)
+    return std::nullopt;
+  int64_t total = 1;
+  for (int64_t range : ranges) {
+    if (ShapedType::isDynamic(range))
+      return std::nullopt;
+    total *= range;
+  }
+  if (total < minWork)
+    return std::nullopt;
+  auto parallel = llvm::find(iterators, utils::IteratorType::parallel);
+  if (parallel == iterators.end())
+    return std::nullopt;
+  unsigned dim = parallel - iterators.begin();
+  int64_t extent = ranges[dim];
+  int64_t tile = 0;
+  if (dim + 1 == ranges.size()) {
+    // The innermost dimension: tiles of a multiple of 16 that divide it.
+    for (int64_t parts : {8, 4, 2})
+      if (extent % (parts * 16) == 0) {
+        tile = extent / parts;
+        break;
+      }
+  } else if (extent >= 2) {
+    tile = (extent + 7) / 8;
+  }
+  if (tile == 0)
+    return std::nullopt;
+  SmallVector<int64_t> sizes(ranges.size(), 0);
+  sizes[dim] = tile;
+  return sizes;
+}
+
+struct LoomSplitReductionsPass
+    : loom::impl::LoomSplitReductionsPassBase<LoomSplitReductionsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<std::pair<linalg::LinalgOp, SmallVector<int64_t>>> splits;
+    getOperation().walk([&](linalg::LinalgOp op) {
+      if (!op.hasPureBufferSemantics())
+        return;
+      if (std::optional<SmallVector<int64_t>> sizes =
+              reductionSplit(op, minWork))
+        splits.emplace_back(op, *sizes);
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto &[op, sizes] : splits) {
+      rewriter.setInsertionPoint(op);
+      linalg::LinalgTilingOptions options;
+      options.setTileSizes(sizes).setLoopType(
+          linalg::LinalgTilingLoopType::ParallelLoops);
+      if (failed(linalg::tileLinalgOp(rewriter, op, options))) {
+        op.emitOpError("could not be split for the thread pool");
+        return signalPassFailure();
+      }
+      rewriter.eraseOp(op);
+    }
+  }
+};
 
 struct LoomOutlineParallelLoopsPass
     : loom::impl::LoomOutlineParallelLoopsPassBase<

@@ -147,6 +147,30 @@ def LoomApproximateMathPass
                            "::mlir::vector::VectorDialect"];
 }
 
+def LoomSplitReductionsPass
+    : Pass<"loom-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "splits linalg ops whose outer loops reduce along a parallel dimension";
+  let description = [{
+    A linalg op on buffers whose outermost loop is a reduction (a bias
+    gradient, `[B, T, D] -> [D]`; layer norm's weight gradient) lowers to
+    sequential loops around its parallel loop, which
+    `loom-outline-parallel-loops` cannot hand to threads. This pass tiles the
+    op's first parallel dimension into up to 8 tiles (the innermost
+    dimension only into tiles of a multiple of 16 elements, so that they
+    vectorize) with an outer `scf.parallel` over the tiles: each tile runs
+    the whole reduction for its slice of the results, so results do not
+    depend on the tiling. Ops with fewer than `min-work` iterations stay
+    whole. `loomc -O2` and above run it after bufferization.
+  }];
+  let options = [
+    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+           "iterations an op needs to be split">
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::affine::AffineDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def LoomOutlineParallelLoopsPass
     : Pass<"loom-outline-parallel-loops", "::mlir::ModuleOp"> {
   let summary = "runs large parallel loop nests on the runtime's threads";
