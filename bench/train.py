@@ -8,9 +8,11 @@ machine, 2 threads each:
   gpt  2 layers, d_model 128, 4 heads, vocabulary 256, batch 8, sequence 128,
        with its loss inside the ONNX graph
 
-A step is forward, backward and the optimizer update. The time reported is
-the median over --steps steps after --warmup steps (Loom: the `step_ms`
-that `loom-run train --metrics` records around each train_step call).
+A step is forward, backward and the optimizer update. Each round measures
+every framework in turn: the median over --steps steps after --warmup steps
+(Loom: the `step_ms` that `loom-run train --metrics` records around each
+train_step call). The table gives the median over --rounds rounds, and the
+median and range of the per-round ratios of Loom to each framework.
 FLOPs per step are counted analytically (matmuls only: 2 per multiply-add,
 backward twice the forward); the peak is the faster 2048^3 fp32 matmul of
 PyTorch and numpy.
@@ -100,25 +102,33 @@ def export(model, args, names, outputs, path):
         torch.onnx.export(model, args, path, **kw)
 
 
-def loom_step_ms(build, workdir, name, onnx_path, loss_flags, data, steps, warmup):
+def loom_runner(build, workdir, name, onnx_path, loss_flags, data):
+    """Compiles the bundle once; the runner trains it for warmup + steps."""
     bundle = os.path.join(workdir, name + ".loom")
     subprocess.run([os.path.join(build, "bin", "loomc"), onnx_path, "--train",
                     "--optimizer=adamw", "--lr=1e-3", *loss_flags, "-o", bundle],
                    check=True)
-    args = [os.path.join(build, "bin", "loom-run"), "train", bundle,
-            "--steps", str(steps + warmup), "--no-shuffle",
-            "--metrics", os.path.join(workdir, name + ".jsonl"), "--log-every", "1000"]
+    data_args = []
     for key, array in data.items():
         path = os.path.join(workdir, f"{name}.{key}.npy")
         np.save(path, array)
-        args += ["--data", f"{key}={path}"]
-    subprocess.run(args, check=True, stdout=subprocess.DEVNULL)
-    with open(os.path.join(workdir, name + ".jsonl")) as f:
-        times = [json.loads(line)["step_ms"] for line in f if '"step_ms"' in line]
-    return statistics.median(times[warmup:])
+        data_args += ["--data", f"{key}={path}"]
+    metrics = os.path.join(workdir, name + ".jsonl")
+
+    def run(steps, warmup):
+        subprocess.run([os.path.join(build, "bin", "loom-run"), "train", bundle,
+                        "--steps", str(steps + warmup), "--no-shuffle",
+                        "--metrics", metrics, "--log-every", "1000", *data_args],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(metrics) as f:
+            times = [json.loads(line)["step_ms"] for line in f if '"step_ms"' in line]
+        return statistics.median(times[warmup:])
+
+    return run
 
 
-def torch_step_ms(model, loss_fn, steps, warmup, compiled=False):
+def torch_runner(model, loss_fn, compiled=False):
+    """One model and optimizer, kept across rounds (torch.compile compiles once)."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     fn = torch.compile(loss_fn) if compiled else loss_fn
 
@@ -128,12 +138,15 @@ def torch_step_ms(model, loss_fn, steps, warmup, compiled=False):
         loss.backward()
         opt.step()
 
-    for _ in range(warmup):
-        step()
-    return statistics.median(timed(step) for _ in range(steps)) * 1e3
+    def run(steps, warmup):
+        for _ in range(warmup):
+            step()
+        return statistics.median(timed(step) for _ in range(steps)) * 1e3
+
+    return run
 
 
-def jax_step_ms(kind, params, batch, steps, warmup):
+def jax_runner(kind, params, batch):
     import jax
     import jax.numpy as jnp
 
@@ -190,15 +203,18 @@ def jax_step_ms(kind, params, batch, steps, warmup):
     batch = [jnp.asarray(a) for a in batch]
     t = 1.0
 
-    def run():
+    def one():
         nonlocal p, m, v, t
         p, m, v, loss = step(p, m, v, t, *batch)
         loss.block_until_ready()
         t += 1
 
-    for _ in range(warmup):
-        run()
-    return statistics.median(timed(run) for _ in range(steps)) * 1e3
+    def run(steps, warmup):
+        for _ in range(warmup):
+            one()
+        return statistics.median(timed(one) for _ in range(steps)) * 1e3
+
+    return run
 
 
 def main():
@@ -206,6 +222,8 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="measurements of each framework, interleaved")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip torch.compile (its first compile takes minutes)")
     args = parser.parse_args()
@@ -217,7 +235,7 @@ def main():
           f"{peak:.1f} GFLOP/s")
 
     GPT = make_gpt_with_loss(load_gpt())
-    rows = []
+    models = []
     with tempfile.TemporaryDirectory() as work:
         total = args.steps + args.warmup
         # MLP
@@ -229,16 +247,14 @@ def main():
         linear = 784 * 1024 + 1024 * 1024 + 1024 * 10
         flops = 3 * 2 * 256 * linear
         xb, yb = torch.from_numpy(x[:256]), torch.from_numpy(y[:256])
-        rows.append(("mlp", flops, {
-            "loom": loom_step_ms(args.build, work, "mlp", onnx_path,
-                                 ["--loss=cross-entropy:labels"],
-                                 {"x": x, "labels": y}, args.steps, args.warmup),
-            "torch eager": torch_step_ms(MLP(), lambda m: F.cross_entropy(m(xb), yb),
-                                         args.steps, args.warmup),
-            "torch.compile": None if args.no_compile else torch_step_ms(
-                MLP(), lambda m: F.cross_entropy(m(xb), yb), args.steps, args.warmup,
-                compiled=True),
-            "jax": try_jax("mlp", mlp, [x[:256], y[:256]], args),
+        models.append(("mlp", flops, {
+            "loom": loom_runner(args.build, work, "mlp", onnx_path,
+                                ["--loss=cross-entropy:labels"],
+                                {"x": x, "labels": y}),
+            "torch eager": torch_runner(MLP(), lambda m: F.cross_entropy(m(xb), yb)),
+            "torch.compile": None if args.no_compile else torch_runner(
+                MLP(), lambda m: F.cross_entropy(m(xb), yb), compiled=True),
+            "jax": try_jax("mlp", mlp, [x[:256], y[:256]]),
         }))
         # GPT
         gpt = GPT()
@@ -252,36 +268,47 @@ def main():
         flops = 3 * (2 * per_layer + 2 * B * T * d * 256)
         tb = torch.from_numpy(toks[:8])
         gb = torch.from_numpy(tgts[:8])
-        rows.append(("gpt", flops, {
-            "loom": loom_step_ms(args.build, work, "gpt", onnx_path, [],
-                                 {"tokens": toks, "targets": tgts},
-                                 args.steps, args.warmup),
-            "torch eager": torch_step_ms(GPT(), lambda m: m(tb, gb), args.steps,
-                                         args.warmup),
-            "torch.compile": None if args.no_compile else torch_step_ms(
-                GPT(), lambda m: m(tb, gb), args.steps, args.warmup, compiled=True),
-            "jax": try_jax("gpt", gpt, [toks[:8], tgts[:8]], args),
+        models.append(("gpt", flops, {
+            "loom": loom_runner(args.build, work, "gpt", onnx_path, [],
+                                {"tokens": toks, "targets": tgts}),
+            "torch eager": torch_runner(GPT(), lambda m: m(tb, gb)),
+            "torch.compile": None if args.no_compile else torch_runner(
+                GPT(), lambda m: m(tb, gb), compiled=True),
+            "jax": try_jax("gpt", gpt, [toks[:8], tgts[:8]]),
         }))
 
-    print(f"\n{'model':6s} {'framework':14s} {'step ms':>9s} {'GFLOP/s':>9s} "
-          f"{'% peak':>7s} {'loom/x':>7s}")
+        # Rounds interleave the frameworks, so that a slow spell of this
+        # shared machine hits all of them; each round's ratio compares
+        # neighbouring measurements.
+        rows = []
+        for name, flops, runners in models:
+            times = {fw: [] for fw, run in runners.items() if run is not None}
+            for _ in range(args.rounds):
+                for fw in times:
+                    times[fw].append(runners[fw](args.steps, args.warmup))
+            rows.append((name, flops, times))
+
+    print(f"\nmedian over {args.rounds} interleaved rounds of the median step "
+          f"of {args.steps} (range over rounds in brackets)")
+    print(f"{'model':6s} {'framework':14s} {'step ms':>9s} {'GFLOP/s':>9s} "
+          f"{'% peak':>7s} {'loom/x':>7s}  {'loom/x range':>13s}")
     for name, flops, times in rows:
-        for fw, ms in times.items():
-            if ms is None:
-                print(f"{name:6s} {fw:14s} {'n/a':>9s}")
-                continue
+        for fw, rounds in times.items():
+            ms = statistics.median(rounds)
             rate = flops / (ms / 1e3) / 1e9
+            ratios = [a / b for a, b in zip(times["loom"], rounds)]
             print(f"{name:6s} {fw:14s} {ms:9.2f} {rate:9.1f} {100 * rate / peak:6.1f}% "
-                  f"{times['loom'] / ms:7.2f}")
+                  f"{statistics.median(ratios):7.2f}  "
+                  f"[{min(ratios):.2f}, {max(ratios):.2f}]")
 
 
-def try_jax(kind, model, batch, args):
+def try_jax(kind, model, batch):
     try:
         import jax  # noqa: F401
     except ImportError:
         return None
     params = {k: v.detach().numpy() for k, v in model.named_parameters()}
-    return jax_step_ms(kind, params, batch, args.steps, args.warmup)
+    return jax_runner(kind, params, batch)
 
 
 if __name__ == "__main__":

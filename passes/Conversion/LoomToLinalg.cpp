@@ -1882,9 +1882,59 @@ static bool shouldFuse(OpOperand *use) {
   return isCheapToRecompute(producer);
 }
 
+/// Fuses a producer whose result is also returned (an optimizer's new
+/// moment, both a result of the step and an input of the update) into an
+/// all-parallel consumer, which then yields the producer's result too: one
+/// loop reads the moments and the gradient once, instead of the producer's
+/// loop and a consumer that recomputes it. Runs to a fixed point before
+/// upstream's patterns, which would keep the producer and recompute it.
+/// Other uses (activations the backward pass reads) are left to those: the
+/// fused ops would grow with every result they keep.
+struct FuseProducerWithLaterUses : OpRewritePattern<linalg::GenericOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(linalg::GenericOp consumer,
+                                PatternRewriter &rewriter) const override {
+    if (consumer.getNumReductionLoops() != 0)
+      return failure();
+    for (OpOperand &operand : consumer->getOpOperands()) {
+      auto producer = operand.get().getDefiningOp<linalg::GenericOp>();
+      if (!producer || producer->hasOneUse() ||
+          producer->getBlock() != consumer->getBlock() ||
+          !linalg::areElementwiseOpsFusable(&operand) || !shouldFuse(&operand))
+        continue;
+      // Every other use must be the function's return, after the consumer,
+      // where the fused op's extra result is available.
+      if (!llvm::all_of(producer->getUsers(), [&](Operation *user) {
+            return user == consumer.getOperation() ||
+                   (isa<func::ReturnOp>(user) &&
+                    user->getBlock() == consumer->getBlock());
+          }))
+        continue;
+      FailureOr<linalg::ElementwiseOpFusionResult> fused =
+          linalg::fuseElementwiseOps(rewriter, &operand);
+      if (failed(fused))
+        continue;
+      // The consumer's results, and the producer's, come from the fused op
+      // now; the producer, left without uses, is erased as dead.
+      for (auto [original, replacement] : fused->replacements)
+        rewriter.replaceUsesWithIf(original, replacement, [&](OpOperand &use) {
+          return use.getOwner() != producer.getOperation();
+        });
+      rewriter.eraseOp(consumer);
+      return success();
+    }
+    return failure();
+  }
+};
+
 struct LoomFuseElementwisePass
     : mlir::loom::impl::LoomFuseElementwisePassBase<LoomFuseElementwisePass> {
   void runOnOperation() override {
+    RewritePatternSet multiUse(&getContext());
+    multiUse.add<FuseProducerWithLaterUses>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(multiUse))))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     linalg::populateElementwiseOpsFusionPatterns(patterns, shouldFuse);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

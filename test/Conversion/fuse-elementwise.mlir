@@ -140,3 +140,60 @@ func.func @gather_two_uses(%table: tensor<100x16xf32>, %ids: tensor<8xindex>, %w
   } -> tensor<8x16xf32>
   return %m, %a : tensor<8x16xf32>, tensor<8x16xf32>
 }
+
+// -----
+
+// An optimizer's new moment is a result of the step and an input of the
+// update: the update's loop computes it once and yields it as well, instead
+// of a loop of its own and a recomputation in the update.
+
+#id = affine_map<(d0) -> (d0)>
+
+// CHECK-LABEL: func.func @returned_producer
+// CHECK: %[[F:.*]]:2 = linalg.generic
+// CHECK-SAME: ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<64xf32>, tensor<64xf32>, tensor<64xf32>)
+// CHECK: arith.addf
+// CHECK: arith.subf
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[F]]#1, %[[F]]#0
+func.func @returned_producer(%m: tensor<64xf32>, %g: tensor<64xf32>, %p: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %e = tensor.empty() : tensor<64xf32>
+  %m2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%m, %g : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %p2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%p, %m2 : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  return %p2, %m2 : tensor<64xf32>, tensor<64xf32>
+}
+
+// A producer also read by another op keeps its own loop (and is recomputed
+// in the consumer, as upstream's fusion does).
+// CHECK-LABEL: func.func @producer_read_elsewhere
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.addf
+// CHECK: arith.subf
+// CHECK: tensor.extract %[[M]]
+// CHECK: return %{{.*}}, %[[M]], %{{.*}}
+func.func @producer_read_elsewhere(%m: tensor<64xf32>, %g: tensor<64xf32>, %p: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>, f32) {
+  %e = tensor.empty() : tensor<64xf32>
+  %m2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%m, %g : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %p2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%p, %m2 : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.subf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %i = arith.constant 3 : index
+  %c = tensor.extract %m2[%i] : tensor<64xf32>
+  return %p2, %m2, %c : tensor<64xf32>, tensor<64xf32>, f32
+}
