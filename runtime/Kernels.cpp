@@ -51,7 +51,7 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
               1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 /// Products smaller than this many multiply-adds run on one thread.
-constexpr int64_t kParallelGemmWork = 1 << 16;
+constexpr int64_t kParallelGemmWork = 1 << 18;
 
 /// gemm split over the thread pool, by blocks of rows or of columns of c
 /// (multiples of 16, OpenBLAS's micro-kernel tiles). Each thread packs the

@@ -168,7 +168,7 @@ def LoomSplitReductionsPass
     whole. `loomc -O2` and above run it after bufferization.
   }];
   let options = [
-    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+    Option<"minWork", "min-work", "int64_t", /*default=*/"131072",
            "iterations an op needs to be split">
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
@@ -198,7 +198,7 @@ def LoomOutlineParallelLoopsPass
     `convert-linalg-to-parallel-loops`.
   }];
   let options = [
-    Option<"minWork", "min-work", "int64_t", /*default=*/"32768",
+    Option<"minWork", "min-work", "int64_t", /*default=*/"131072",
            "innermost iterations a nest needs to be run on several threads">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",

@@ -237,17 +237,18 @@ void checkMatmul(int64_t m, int64_t n, int64_t k, bool transposeA,
 }
 
 TEST(SplitGemm, ByRows) {
-  // 64 rows >= 3 threads x 16: blocks of rows, the last one short.
+  // 70 x 40 x 100 multiply-adds are enough to split (2^18), and 70 rows
+  // >= 3 threads x 16: blocks of rows, the last one short.
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      checkMatmul(70, 40, 30, ta, tb);
+      checkMatmul(70, 40, 100, ta, tb);
 }
 
 TEST(SplitGemm, ByColumns) {
   // 20 rows are too few to split; 100 columns are not.
   for (bool ta : {false, true})
     for (bool tb : {false, true})
-      checkMatmul(20, 100, 40, ta, tb);
+      checkMatmul(20, 100, 140, ta, tb);
 }
 
 TEST(SplitGemm, SmallProductsOnOneThread) { checkMatmul(5, 7, 3, false, true); }
@@ -255,7 +256,7 @@ TEST(SplitGemm, SmallProductsOnOneThread) { checkMatmul(5, 7, 3, false, true); }
 TEST(SplitGemm, OverwriteDoesNotReadTheResult) {
   // Flag 4: c = a b, whatever c held (NaN here), split or not.
   for (int64_t m : {5, 70}) {
-    Matrix a(m, 30, 0, 0.3f), b(30, 40, 0, 0.8f), c(m, 40, 0, 0.0f);
+    Matrix a(m, 100, 0, 0.3f), b(100, 40, 0, 0.8f), c(m, 40, 0, 0.0f);
     Matrix zeros = c;
     for (float &x : zeros.storage)
       x = 0.0f;
@@ -305,6 +306,6 @@ void checkBatchMatmul(int64_t batch, int64_t m, int64_t n, int64_t k) {
 
 TEST(SplitGemm, BatchesOverThreads) { checkBatchMatmul(5, 9, 11, 6); }
 
-TEST(SplitGemm, FewBatchesSplitEachProduct) { checkBatchMatmul(2, 64, 50, 30); }
+TEST(SplitGemm, FewBatchesSplitEachProduct) { checkBatchMatmul(2, 64, 50, 90); }
 
 } // namespace
