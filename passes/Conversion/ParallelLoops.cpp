@@ -16,9 +16,9 @@
 #include "passes/Passes.h"
 
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -54,12 +54,15 @@ std::optional<int64_t> tripCount(Value lb, Value ub, Value step) {
   return *u > *l ? (*u - *l + *s - 1) / *s : 0;
 }
 
+/// a * b for non-negative counts, saturating at 2^62.
+int64_t times(int64_t a, int64_t b) {
+  constexpr int64_t kMax = int64_t(1) << 62;
+  return a > 0 && b > kMax / a ? kMax : std::min(a * b, kMax);
+}
+
 /// Innermost iterations of the loop nests in `region`, saturating; a loop
 /// whose bounds are not constants counts as 1024 iterations.
 int64_t work(Region &region) {
-  auto times = [](int64_t a, int64_t b) {
-    return a > 0 && b > (int64_t(1) << 62) / a ? int64_t(1) << 62 : a * b;
-  };
   int64_t total = 0;
   for (Block &block : region)
     for (Operation &op : block) {
@@ -115,7 +118,7 @@ std::optional<SmallVector<int64_t>> reductionSplit(linalg::LinalgOp op,
   for (int64_t range : ranges) {
     if (ShapedType::isDynamic(range))
       return std::nullopt;
-    total *= range;
+    total = times(total, range);
   }
   if (total < minWork)
     return std::nullopt;
@@ -187,8 +190,8 @@ struct LoomOutlineParallelLoopsPass
       int64_t own = 1;
       for (auto [lb, ub, step] : llvm::zip(
                loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-        own *= tripCount(lb, ub, step).value_or(1024);
-      if (own * std::max<int64_t>(1, work(loop.getRegion())) < minWork)
+        own = times(own, tripCount(lb, ub, step).value_or(1024));
+      if (times(own, std::max<int64_t>(1, work(loop.getRegion()))) < minWork)
         return WalkResult::advance();
       nests.push_back(loop);
       return WalkResult::skip();
