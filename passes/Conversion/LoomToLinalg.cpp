@@ -1890,7 +1890,7 @@ static bool shouldFuse(OpOperand *use) {
 /// upstream's patterns, which would keep the producer and recompute it.
 /// Other uses (activations the backward pass reads) are left to those: the
 /// fused ops would grow with every result they keep.
-struct FuseProducerWithLaterUses : OpRewritePattern<linalg::GenericOp> {
+struct FuseReturnedProducer : OpRewritePattern<linalg::GenericOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::GenericOp consumer,
@@ -1932,7 +1932,7 @@ struct LoomFuseElementwisePass
     : mlir::loom::impl::LoomFuseElementwisePassBase<LoomFuseElementwisePass> {
   void runOnOperation() override {
     RewritePatternSet multiUse(&getContext());
-    multiUse.add<FuseProducerWithLaterUses>(&getContext());
+    multiUse.add<FuseReturnedProducer>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(multiUse))))
       return signalPassFailure();
     RewritePatternSet patterns(&getContext());
