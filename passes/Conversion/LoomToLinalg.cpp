@@ -1904,12 +1904,18 @@ struct FuseReturnedProducer : OpRewritePattern<linalg::GenericOp> {
           !linalg::areElementwiseOpsFusable(&operand) || !shouldFuse(&operand))
         continue;
       // Every other use must be the function's return, after the consumer,
-      // where the fused op's extra result is available.
-      if (!llvm::all_of(producer->getUsers(), [&](Operation *user) {
-            return user == consumer.getOperation() ||
-                   (isa<func::ReturnOp>(user) &&
-                    user->getBlock() == consumer->getBlock());
-          }))
+      // where the fused op's extra result is available; and the consumer
+      // must read the producer through this operand only (the fused op
+      // would otherwise read its own result).
+      if (!llvm::all_of(producer->getUsers(),
+                        [&](Operation *user) {
+                          return user == consumer.getOperation() ||
+                                 (isa<func::ReturnOp>(user) &&
+                                  user->getBlock() == consumer->getBlock());
+                        }) ||
+          llvm::count_if(consumer->getOperands(), [&](Value value) {
+            return value.getDefiningOp() == producer.getOperation();
+          }) != 1)
         continue;
       FailureOr<linalg::ElementwiseOpFusionResult> fused =
           linalg::fuseElementwiseOps(rewriter, &operand);

@@ -197,3 +197,28 @@ func.func @producer_read_elsewhere(%m: tensor<64xf32>, %g: tensor<64xf32>, %p: t
   %c = tensor.extract %m2[%i] : tensor<64xf32>
   return %p2, %m2, %c : tensor<64xf32>, tensor<64xf32>, f32
 }
+
+// A consumer that reads the returned producer twice (a squared moment) is
+// left to upstream's fusion, which keeps the producer: fusing it here would
+// make the fused op read its own result (and the driver never stopped).
+// CHECK-LABEL: func.func @returned_producer_read_twice
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK: arith.addf
+// CHECK: %[[SQ:.*]] = linalg.generic
+// CHECK-NOT: ins(%[[M]]
+// CHECK: arith.mulf
+// CHECK: return %[[SQ]], %[[M]]
+func.func @returned_producer_read_twice(%m: tensor<64xf32>, %g: tensor<64xf32>) -> (tensor<64xf32>, tensor<64xf32>) {
+  %e = tensor.empty() : tensor<64xf32>
+  %m2 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%m, %g : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  %sq = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]} ins(%m2, %m2 : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.mulf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  return %sq, %m2 : tensor<64xf32>, tensor<64xf32>
+}
