@@ -22,7 +22,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <thread>
-#include <vector>
 
 namespace loom::rt {
 namespace {
@@ -47,10 +46,7 @@ int configuredThreads() {
     if (end != env && *end == '\0' && value > 0)
       return static_cast<int>(std::min<long>(value, 256));
   }
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0)
-    return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
+  return availableCpus();
 }
 
 thread_local bool insideLoop = false;
@@ -63,9 +59,7 @@ class Pool {
 public:
   explicit Pool(int threads) : threads(threads) {
     for (int i = 1; i < threads; ++i)
-      workers.emplace_back([this] { work(); });
-    for (std::thread &worker : workers)
-      worker.detach();
+      std::thread([this] { work(); }).detach();
   }
 
   int size() const { return threads; }
@@ -144,7 +138,6 @@ private:
   }
 
   const int threads;
-  std::vector<std::thread> workers;
   std::mutex busy;
   Job job;
   std::atomic<uint64_t> generation{0};
@@ -164,6 +157,13 @@ Pool &pool() {
 }
 
 } // namespace
+
+int availableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 int numThreads() { return pool().size(); }
 

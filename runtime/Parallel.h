@@ -10,6 +10,8 @@
 #ifndef LOOM_RUNTIME_PARALLEL_H
 #define LOOM_RUNTIME_PARALLEL_H
 
+#include "loom/runtime.h"
+
 #include <cstdint>
 #include <type_traits>
 
@@ -18,7 +20,14 @@ namespace loom::rt {
 /// A chunk of a parallel loop: iterations [begin, end) with `ctx`.
 using ChunkFn = void (*)(void *ctx, int64_t begin, int64_t end);
 
-/// Threads that parallel loops use, the calling thread included (at least 1).
+/// The CPUs this process may run on (its affinity mask), at least 1: the
+/// pool's size unless LOOM_NUM_THREADS is set. Exported for the launcher,
+/// which gives each local rank its share.
+LOOM_API int availableCpus();
+
+/// Threads that parallel loops use, the calling thread included (at least 1):
+/// LOOM_NUM_THREADS when it is a positive number (a value that is not is
+/// ignored), else availableCpus().
 int numThreads();
 
 /// Runs fn(ctx, begin, end) over [0, iterations) cut into

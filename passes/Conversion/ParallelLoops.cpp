@@ -60,42 +60,44 @@ int64_t times(int64_t a, int64_t b) {
   return a > 0 && b > kMax / a ? kMax : std::min(a * b, kMax);
 }
 
-/// Innermost iterations of the loop nests in `region`, saturating; a loop
-/// whose bounds are not constants counts as 1024 iterations.
+int64_t work(Region &region);
+
+/// Innermost iterations of `op`: its own iterations (a loop whose bounds are
+/// not constants counts as 1024) times the most of any of its regions.
+int64_t iterations(Operation &op) {
+  int64_t trips = 1;
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    trips =
+        tripCount(loop.getLowerBound(), loop.getUpperBound(), loop.getStep())
+            .value_or(1024);
+  } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
+    for (auto [lb, ub, step] :
+         llvm::zip(loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
+      trips = times(trips, tripCount(lb, ub, step).value_or(1024));
+  }
+  int64_t inner = 1;
+  for (Region &nested : op.getRegions())
+    inner = std::max(inner, work(nested));
+  return times(trips, inner);
+}
+
+/// Innermost iterations of the ops in `region`, summed, saturating.
 int64_t work(Region &region) {
   int64_t total = 0;
   for (Block &block : region)
-    for (Operation &op : block) {
-      int64_t trips = 1;
-      if (auto loop = dyn_cast<scf::ForOp>(op)) {
-        trips = tripCount(loop.getLowerBound(), loop.getUpperBound(),
-                          loop.getStep())
-                    .value_or(1024);
-      } else if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
-        for (auto [lb, ub, step] : llvm::zip(
-                 loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-          trips = times(trips, tripCount(lb, ub, step).value_or(1024));
-      }
-      int64_t inner = 1;
-      for (Region &nested : op.getRegions())
-        inner = std::max(inner, work(nested));
-      total = std::min(total + times(trips, inner), int64_t(1) << 62);
-    }
+    for (Operation &op : block)
+      total = std::min(total + iterations(op), int64_t(1) << 62);
   return total;
 }
 
-/// Whether the nest may run on another thread: no calls (the runtime's
-/// functions are not all thread-safe) and no allocations.
-bool isOutlinable(scf::ParallelOp loop) {
-  if (loop.getNumResults() != 0)
-    return false;
-  WalkResult result = loop.getRegion().walk([](Operation *op) {
-    if (isa<CallOpInterface>(op) || hasEffect<MemoryEffects::Allocate>(op) ||
-        hasEffect<MemoryEffects::Free>(op))
-      return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return !result.wasInterrupted();
+/// The type in which `value` travels to another thread, or null if it cannot
+/// (a tensor, say): index as i64, memrefs as their LLVM descriptors.
+Type fieldType(Value value, const LLVMTypeConverter &converter) {
+  Type type = value.getType();
+  if (type.isIndex())
+    return IntegerType::get(type.getContext(), 64);
+  Type field = converter.convertType(type);
+  return field && LLVM::isCompatibleType(field) ? field : Type();
 }
 
 /// Whether `value` is better cloned into the outlined function than passed.
@@ -103,6 +105,37 @@ bool isClonable(Value value) {
   Operation *def = value.getDefiningOp();
   return def && (def->hasTrait<OpTrait::ConstantLike>() ||
                  isa<memref::GetGlobalOp>(def));
+}
+
+/// The values from outside that the nest reads: the bounds and steps of its
+/// dimensions other than the first, that one's lower bound and step, and
+/// what its body uses.
+llvm::SetVector<Value> capturedBy(scf::ParallelOp loop) {
+  llvm::SetVector<Value> used;
+  getUsedValuesDefinedAbove(loop.getRegion(), used);
+  for (unsigned i = 1, e = loop.getNumLoops(); i < e; ++i)
+    used.insert_range(ValueRange{loop.getLowerBound()[i],
+                                 loop.getUpperBound()[i], loop.getStep()[i]});
+  used.insert_range(ValueRange{loop.getLowerBound()[0], loop.getStep()[0]});
+  return used;
+}
+
+/// Whether the nest may run on another thread: no calls (the runtime's
+/// functions are not all thread-safe), no allocations, and nothing read from
+/// outside that cannot travel there.
+bool isOutlinable(scf::ParallelOp loop, const LLVMTypeConverter &converter) {
+  if (loop.getNumResults() != 0)
+    return false;
+  for (Value value : capturedBy(loop))
+    if (!isClonable(value) && !fieldType(value, converter))
+      return false;
+  WalkResult result = loop.getRegion().walk([](Operation *op) {
+    if (isa<CallOpInterface>(op) || hasEffect<MemoryEffects::Allocate>(op) ||
+        hasEffect<MemoryEffects::Free>(op))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return !result.wasInterrupted();
 }
 
 /// Tile sizes that split the first parallel dimension of `op` into up to 8
@@ -164,11 +197,9 @@ struct LoomSplitReductionsPass
       linalg::LinalgTilingOptions options;
       options.setTileSizes(sizes).setLoopType(
           linalg::LinalgTilingLoopType::ParallelLoops);
-      if (failed(linalg::tileLinalgOp(rewriter, op, options))) {
-        op.emitOpError("could not be split for the thread pool");
-        return signalPassFailure();
-      }
-      rewriter.eraseOp(op);
+      // An op the tiler declines stays whole: it only runs on one thread.
+      if (succeeded(linalg::tileLinalgOp(rewriter, op, options)))
+        rewriter.eraseOp(op);
     }
   }
 };
@@ -180,18 +211,14 @@ struct LoomOutlineParallelLoopsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    LowerToLLVMOptions options(&getContext());
+    LLVMTypeConverter converter(&getContext(), options);
     SmallVector<scf::ParallelOp> nests;
     module.walk<WalkOrder::PreOrder>([&](scf::ParallelOp loop) {
       std::optional<int64_t> trips = tripCount(
           loop.getLowerBound()[0], loop.getUpperBound()[0], loop.getStep()[0]);
-      if (!trips || *trips < 2 || !isOutlinable(loop))
-        return WalkResult::advance();
-      // The nest's own iterations times those of its body.
-      int64_t own = 1;
-      for (auto [lb, ub, step] : llvm::zip(
-               loop.getLowerBound(), loop.getUpperBound(), loop.getStep()))
-        own = times(own, tripCount(lb, ub, step).value_or(1024));
-      if (times(own, std::max<int64_t>(1, work(loop.getRegion()))) < minWork)
+      if (!trips || *trips < 2 || iterations(*loop) < minWork ||
+          !isOutlinable(loop, converter))
         return WalkResult::advance();
       nests.push_back(loop);
       return WalkResult::skip();
@@ -199,8 +226,6 @@ struct LoomOutlineParallelLoopsPass
     if (nests.empty())
       return;
 
-    LowerToLLVMOptions options(&getContext());
-    LLVMTypeConverter converter(&getContext(), options);
     func::FuncOp runtime = declareRuntime(module);
     llvm::StringMap<unsigned> counters;
     for (scf::ParallelOp loop : nests) {
@@ -208,8 +233,7 @@ struct LoomOutlineParallelLoopsPass
       std::string name = (parent.getSymName() + "_parallel" +
                           Twine(counters[parent.getSymName()]++))
                              .str();
-      if (failed(outline(loop, name, runtime, converter)))
-        return signalPassFailure();
+      outline(loop, name, runtime, converter);
     }
   }
 
@@ -229,9 +253,10 @@ struct LoomOutlineParallelLoopsPass
     return decl;
   }
 
-  LogicalResult outline(scf::ParallelOp loop, StringRef name,
-                        func::FuncOp runtime,
-                        const LLVMTypeConverter &converter) {
+  /// Moves `loop` (isOutlinable) into @`name` and calls it through the
+  /// runtime.
+  void outline(scf::ParallelOp loop, StringRef name, func::FuncOp runtime,
+               const LLVMTypeConverter &converter) {
     MLIRContext *ctx = loop.getContext();
     Location loc = loop.getLoc();
     auto ptr = LLVM::LLVMPointerType::get(ctx);
@@ -239,27 +264,15 @@ struct LoomOutlineParallelLoopsPass
 
     // What the nest reads from outside: passed through the record, or
     // cloned.
-    llvm::SetVector<Value> used;
-    getUsedValuesDefinedAbove(loop.getRegion(), used);
-    for (unsigned i = 1, e = loop.getNumLoops(); i < e; ++i)
-      used.insert_range(ValueRange{loop.getLowerBound()[i],
-                                   loop.getUpperBound()[i], loop.getStep()[i]});
-    for (Value v : {loop.getLowerBound()[0], loop.getStep()[0]})
-      used.insert(v);
     SmallVector<Value> passed, cloned;
     SmallVector<Type> fields;
-    for (Value value : used) {
+    for (Value value : capturedBy(loop)) {
       if (isClonable(value)) {
         cloned.push_back(value);
         continue;
       }
-      Type type = value.getType();
-      Type field = type.isIndex() ? Type(i64) : converter.convertType(type);
-      if (!field || !LLVM::isCompatibleType(field))
-        return loop.emitOpError("uses a value of type ")
-               << type << " that cannot be passed to another thread";
       passed.push_back(value);
-      fields.push_back(field);
+      fields.push_back(fieldType(value, converter));
     }
     auto record = LLVM::LLVMStructType::getLiteral(ctx, fields);
 
@@ -340,7 +353,6 @@ struct LoomOutlineParallelLoopsPass
         arith::ConstantOp::create(cb, loc, cb.getI64IntegerAttr(trips));
     func::CallOp::create(cb, loc, runtime, ValueRange{callee, slots, count});
     loop.erase();
-    return success();
   }
 };
 

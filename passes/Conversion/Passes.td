@@ -190,8 +190,9 @@ def LoomOutlineParallelLoopsPass
     a stack record that `ctx` points to; constants are cloned instead. The
     outlined function reads them once on entry, so its inner loops see plain
     SSA pointers and vectorize as before. Nests with fewer than `min-work`
-    innermost iterations, with calls or allocations inside, or whose first
-    dimension has fewer than two iterations, stay where they are.
+    innermost iterations, with calls or allocations inside, that read a
+    value with no LLVM form to pass (a tensor), or whose first dimension has
+    fewer than two iterations, stay where they are.
 
     Runs on `scf`, `memref` and `arith` after bufferization, before
     `convert-scf-to-cf`; `loomc -O2` and above run it after

@@ -102,14 +102,15 @@ func.func @nested(%m: memref<?x8xf32>, %n: index) {
 
 // -----
 
-// Nests that call functions or allocate stay on the calling thread; a nest
-// whose first dimension has a single iteration too.
+// Nests that call functions, allocate, or read a value that cannot travel
+// to another thread (a tensor) stay on the calling thread; a nest whose
+// first dimension has a single iteration too.
 
 // CHECK-LABEL: func.func @stays
 // CHECK-NOT: loom_rt_parallel_for
-// CHECK-COUNT-3: scf.parallel
+// CHECK-COUNT-4: scf.parallel
 func.func private @callee(index)
-func.func @stays(%m: memref<128x128xf32>) {
+func.func @stays(%m: memref<128x128xf32>, %t: tensor<128x128xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c128 = arith.constant 128 : index
@@ -125,6 +126,11 @@ func.func @stays(%m: memref<128x128xf32>) {
   scf.parallel (%i, %j) = (%c0, %c0) to (%c1, %c128) step (%c1, %c1) {
     %x = memref.load %m[%i, %j] : memref<128x128xf32>
     memref.store %x, %m[%j, %i] : memref<128x128xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c128, %c128) step (%c1, %c1) {
+    %x = tensor.extract %t[%i, %j] : tensor<128x128xf32>
+    memref.store %x, %m[%i, %j] : memref<128x128xf32>
     scf.reduce
   }
   return

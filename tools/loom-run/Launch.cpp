@@ -14,14 +14,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"
+#include "Parallel.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
-
-#include <sched.h>
 
 #include <algorithm>
 #include <chrono>
@@ -100,13 +99,9 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
 
   // Ranks share the CPUs instead of each starting a thread per CPU.
   std::string threadsPerRank;
-  if (!std::getenv("LOOM_NUM_THREADS")) {
-    cpu_set_t cpus;
-    unsigned count = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
-                         ? (unsigned)CPU_COUNT(&cpus)
-                         : std::thread::hardware_concurrency();
-    threadsPerRank = std::to_string(std::max(1u, count / nproc));
-  }
+  if (!std::getenv("LOOM_NUM_THREADS"))
+    threadsPerRank = std::to_string(
+        std::max(1u, (unsigned)loom::rt::availableCpus() / nproc));
 
   std::map<pid_t, int> ranks;
   for (unsigned r = 0; r < nproc; ++r) {
