@@ -51,6 +51,8 @@ void loom::buildLoomToLinalgPipeline(OpPassManager &pm,
 
 void loom::buildLoomLinalgToLLVMPipeline(
     OpPassManager &pm, const LoomCpuPipelineOptions &options) {
+  // One fill per op that accumulates into it, not a shared fill and copies.
+  pm.addNestedPass<func::FuncOp>(createLoomDuplicateFillsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

@@ -29,6 +29,7 @@ namespace mlir::loom {
 #define GEN_PASS_DEF_CONVERTLOOMTOLINALGPASS
 #define GEN_PASS_DEF_LOOMEXPOSEENTRYPOINTSPASS
 #define GEN_PASS_DEF_LOOMMEMREFCOPYTOLINALGPASS
+#define GEN_PASS_DEF_LOOMDUPLICATEFILLSPASS
 #define GEN_PASS_DEF_LOOMMATMULTOKERNELPASS
 #define GEN_PASS_DEF_LOOMFUSEELEMENTWISEPASS
 #include "passes/Conversion/Passes.h.inc"
@@ -2150,6 +2151,43 @@ struct LoomMemrefCopyToLinalgPass
                              copy.getTarget());
       copy.erase();
     });
+  }
+};
+
+struct LoomDuplicateFillsPass
+    : mlir::loom::impl::LoomDuplicateFillsPassBase<LoomDuplicateFillsPass> {
+  void runOnOperation() override {
+    SmallVector<linalg::FillOp> fills;
+    getOperation().walk([&](linalg::FillOp fill) {
+      Value result = fill->getResult(0);
+      if (fill.hasPureTensorSemantics() &&
+          !(result.hasOneUse() &&
+            fill->getNextNode() == *result.getUsers().begin()))
+        fills.push_back(fill);
+    });
+    for (linalg::FillOp fill : fills) {
+      SmallVector<OpOperand *> inits;
+      for (OpOperand &use : fill->getResult(0).getUses())
+        if (auto dps = dyn_cast<DestinationStyleOpInterface>(use.getOwner()))
+          if (dps.isDpsInit(&use))
+            inits.push_back(&use);
+      for (OpOperand *use : inits) {
+        OpBuilder b(use->getOwner());
+        Value init = fill.getOutputs()[0];
+        if (auto empty = init.getDefiningOp<tensor::EmptyOp>())
+          init = b.clone(*empty)->getResult(0);
+        use->set(linalg::FillOp::create(b, fill.getLoc(),
+                                        fill.getInputs()[0], init)
+                     .getResult(0));
+      }
+      if (fill->use_empty()) {
+        Value init = fill.getOutputs()[0];
+        fill.erase();
+        if (auto empty = init.getDefiningOp<tensor::EmptyOp>())
+          if (empty->use_empty())
+            empty.erase();
+      }
+    }
   }
 };
 

@@ -75,6 +75,24 @@ def LoomMemrefCopyToLinalgPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def LoomDuplicateFillsPass
+    : Pass<"loom-duplicate-fills", "::mlir::func::FuncOp"> {
+  let summary = "gives every op that writes into a filled tensor a fill of its own";
+  let description = [{
+    CSE merges identical `linalg.fill`s (the zeros that matmuls and
+    reductions accumulate into), so one filled tensor becomes the `outs` of
+    many ops. One-shot bufferization then fills one buffer and copies it for
+    every op but the last: a read and a write of the whole result instead of
+    a write. This pass, run just before bufferization, clones the fill (and
+    its `tensor.empty`) in front of each op that takes the filled tensor as
+    an `outs` operand, so each bufferizes to a fill of its own buffer, right
+    before the op: `loom-matmul-to-kernel` then finds the zeroing of a
+    product next to it. Uses as an input keep the original fill.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def LoomMatmulToKernelPass
     : Pass<"loom-matmul-to-kernel", "::mlir::ModuleOp"> {
   let summary = "hands bufferized f32 matmuls and grouped 2-D convolutions to the runtime's kernels";
