@@ -223,6 +223,7 @@ def Loom_MatmulOp : Loom_Op<"matmul", [Pure, InferTypeOpAdaptor], ["getFlops"]> 
                        UnitAttr:$transpose_lhs, UnitAttr:$transpose_rhs);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let hasCanonicalizer = 1;
 }
 
 def Loom_ConvOp : Loom_Op<"conv", [Pure, InferTypeOpAdaptor], ["getFlops"]> {

@@ -122,3 +122,69 @@ func.func @division_by_zero_not_folded() -> tensor<i64> {
   %0 = loom.div %a, %z : (tensor<i64>, tensor<i64>) -> tensor<i64>
   return %0 : tensor<i64>
 }
+
+// -----
+
+// x @ W^T with the weight transposed by an op of its own: the product reads
+// W transposed instead.
+// CHECK-LABEL: func @transposed_weight_folds_into_matmul
+// CHECK-SAME: (%[[X:.*]]: tensor<8x4x16xf32>, %[[W:.*]]: tensor<32x16xf32>)
+func.func @transposed_weight_folds_into_matmul(%x: tensor<8x4x16xf32>, %w: tensor<32x16xf32>) -> tensor<8x4x32xf32> {
+  // CHECK-NOT: loom.transpose
+  // CHECK: loom.matmul %[[X]], %[[W]] {transpose_rhs}
+  %t = loom.transpose %w {perm = array<i64: 1, 0>} : tensor<32x16xf32> -> tensor<16x32xf32>
+  %y = loom.matmul %x, %t : (tensor<8x4x16xf32>, tensor<16x32xf32>) -> tensor<8x4x32xf32>
+  return %y : tensor<8x4x32xf32>
+}
+
+// -----
+
+// Transposing an operand that the product already reads transposed cancels,
+// on batched operands too.
+// CHECK-LABEL: func @transpose_cancels_flag
+// CHECK-SAME: (%[[A:.*]]: tensor<3x8x16xf32>, %[[B:.*]]: tensor<3x16x4xf32>)
+func.func @transpose_cancels_flag(%a: tensor<3x8x16xf32>, %b: tensor<3x16x4xf32>) -> tensor<3x8x4xf32> {
+  // CHECK-NOT: loom.transpose
+  // CHECK: loom.matmul %[[A]], %[[B]] :
+  %t = loom.transpose %a {perm = array<i64: 0, 2, 1>} : tensor<3x8x16xf32> -> tensor<3x16x8xf32>
+  %y = loom.matmul %t, %b {transpose_lhs} : (tensor<3x16x8xf32>, tensor<3x16x4xf32>) -> tensor<3x8x4xf32>
+  return %y : tensor<3x8x4xf32>
+}
+
+// -----
+
+// A transpose that moves a batch dimension stays.
+// CHECK-LABEL: func @batch_transpose_stays
+func.func @batch_transpose_stays(%a: tensor<8x3x16xf32>, %b: tensor<3x16x4xf32>) -> tensor<3x8x4xf32> {
+  // CHECK: loom.transpose
+  // CHECK: loom.matmul
+  %t = loom.transpose %a {perm = array<i64: 1, 0, 2>} : tensor<8x3x16xf32> -> tensor<3x8x16xf32>
+  %y = loom.matmul %t, %b : (tensor<3x8x16xf32>, tensor<3x16x4xf32>) -> tensor<3x8x4xf32>
+  return %y : tensor<3x8x4xf32>
+}
+
+// -----
+
+// (A^T G)^T = G^T A: the gradient of a transposed weight comes out in the
+// weight's layout.
+// CHECK-LABEL: func @transposed_product_swaps_operands
+// CHECK-SAME: (%[[A:.*]]: tensor<64x16xf32>, %[[G:.*]]: tensor<64x32xf32>)
+func.func @transposed_product_swaps_operands(%a: tensor<64x16xf32>, %g: tensor<64x32xf32>) -> tensor<32x16xf32> {
+  // CHECK-NOT: loom.transpose
+  // CHECK: loom.matmul %[[G]], %[[A]] {transpose_lhs} : (tensor<64x32xf32>, tensor<64x16xf32>) -> tensor<32x16xf32>
+  %p = loom.matmul %a, %g {transpose_lhs} : (tensor<64x16xf32>, tensor<64x32xf32>) -> tensor<16x32xf32>
+  %t = loom.transpose %p {perm = array<i64: 1, 0>} : tensor<16x32xf32> -> tensor<32x16xf32>
+  return %t : tensor<32x16xf32>
+}
+
+// -----
+
+// A product with another use is not recomputed in the other order.
+// CHECK-LABEL: func @shared_product_keeps_transpose
+func.func @shared_product_keeps_transpose(%a: tensor<4x8xf32>, %b: tensor<8x6xf32>) -> (tensor<4x6xf32>, tensor<6x4xf32>) {
+  // CHECK-COUNT-1: loom.matmul
+  // CHECK: loom.transpose
+  %p = loom.matmul %a, %b : (tensor<4x8xf32>, tensor<8x6xf32>) -> tensor<4x6xf32>
+  %t = loom.transpose %p {perm = array<i64: 1, 0>} : tensor<4x6xf32> -> tensor<6x4xf32>
+  return %p, %t : tensor<4x6xf32>, tensor<6x4xf32>
+}
