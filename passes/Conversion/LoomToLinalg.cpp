@@ -1864,18 +1864,31 @@ static bool isCheapToRecompute(linalg::GenericOp producer) {
   return true;
 }
 
+/// Whether the body of `producer` divides or calls a transcendental function
+/// (GELU's erf and exp, softmax's exp): work worth doing once per element.
+static bool isCostly(linalg::GenericOp producer) {
+  return llvm::any_of(producer.getBody()->without_terminator(),
+                      [](Operation &op) {
+                        return isa<arith::DivFOp, arith::RemFOp>(op) ||
+                               isa<math::MathDialect>(op.getDialect());
+                      });
+}
+
 /// Whether fusing the producer of `use` into its consumer is worth it. A
 /// producer whose iteration space is smaller than the consumer's (a per-row
 /// statistic broadcast over the row, say) would be recomputed for every
 /// element it is broadcast to, so only cheap ones are fused; a gather is
 /// fused only into its single consumer, not copied into each of several.
+/// A costly producer with other uses is computed once and read by each:
+/// fusing it would copy its body into every consumer (GELU's gradient into
+/// both the bias gradient and the product that reads it).
 static bool shouldFuse(OpOperand *use) {
   auto producer = use->get().getDefiningOp<linalg::GenericOp>();
   auto consumer = dyn_cast<linalg::GenericOp>(use->getOwner());
   if (!producer || !consumer)
     return true;
   bool gathers = !producer.getBody()->getOps<tensor::ExtractOp>().empty();
-  if (gathers && !use->get().hasOneUse())
+  if ((gathers || isCostly(producer)) && !use->get().hasOneUse())
     return false;
   AffineMap map = consumer.getMatchingIndexingMap(use);
   if (map.isPermutation() && producer.getNumReductionLoops() == 0)

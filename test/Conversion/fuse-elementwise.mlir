@@ -222,3 +222,80 @@ func.func @returned_producer_read_twice(%m: tensor<64xf32>, %g: tensor<64xf32>) 
   } -> tensor<64xf32>
   return %sq, %m2 : tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+// A costly producer (GELU's gradient: erf and exp) read by two consumers, a
+// bias gradient and an elementwise op, is computed once and read by both
+// instead of being copied into each; a cheap one (a multiplication) with two
+// consumers fuses into both.
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// CHECK-LABEL: func.func @costly_producer_two_uses
+// CHECK: %[[G:.*]] = linalg.generic
+// CHECK: math.erf
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} ins(%[[G]] :
+// CHECK-NOT: math.erf
+// CHECK: linalg.generic {{.*}} ins(%[[G]], %{{.*}} :
+// CHECK-NOT: math.erf
+// CHECK: return
+func.func @costly_producer_two_uses(%a: tensor<64x32xf32>, %b: tensor<64x32xf32>, %bias: tensor<32xf32>)
+    -> (tensor<32xf32>, tensor<64x32xf32>) {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = math.erf %x : f32
+    %s = math.exp %r : f32
+    linalg.yield %s : f32
+  } -> tensor<64x32xf32>
+  %db = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%g : tensor<64x32xf32>) outs(%bias : tensor<32xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %acc, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<32xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %b : tensor<64x32xf32>, tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.mulf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<64x32xf32>
+  return %db, %m : tensor<32xf32>, tensor<64x32xf32>
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+
+// CHECK-LABEL: func.func @cheap_producer_two_uses
+// CHECK-COUNT-2: arith.mulf
+// CHECK-NOT: linalg.generic {{.*}} ins(%{{.*}} : tensor<64x32xf32>) outs(%{{.*}} : tensor<64x32xf32>)
+// CHECK: return
+func.func @cheap_producer_two_uses(%a: tensor<64x32xf32>, %b: tensor<64x32xf32>, %bias: tensor<32xf32>)
+    -> (tensor<32xf32>, tensor<64x32xf32>) {
+  %e = tensor.empty() : tensor<64x32xf32>
+  %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<64x32xf32>
+  %db = linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]}
+      ins(%g : tensor<64x32xf32>) outs(%bias : tensor<32xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %acc, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<32xf32>
+  %m = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g, %b : tensor<64x32xf32>, tensor<64x32xf32>) outs(%e : tensor<64x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<64x32xf32>
+  return %db, %m : tensor<32xf32>, tensor<64x32xf32>
+}
