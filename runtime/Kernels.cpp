@@ -3,9 +3,9 @@
 // Contractions that a library does better than generated loops. Compiled
 // bundles call these through MLIR's C interface (`_mlir_ciface_<name>`, one
 // memref descriptor pointer per memref argument); they resolve against
-// libloomrt when the bundle is loaded. fp32 GEMM is OpenBLAS's, single-threaded
-// and split over the runtime's thread pool (Parallel.h), which also runs the
-// bundles' own parallel loops: one set of threads for everything.
+// libloomrt when the bundle is loaded. fp32 GEMM is oneDNN's (`dnnl_sgemm`),
+// single-threaded and split over the runtime's thread pool (Parallel.h), which
+// also runs the bundles' own parallel loops: one set of threads for everything.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,10 +13,13 @@
 
 #include "loom/runtime.h"
 
-#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <tuple>
 #include <vector>
@@ -40,21 +43,29 @@ using Grouped = Descriptor<5>;
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
           const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
           float *c, int64_t ldc) {
-  // The pool splits the work; OpenBLAS's own threads would compete with it.
-  static const bool singleThreaded = [] {
-    openblas_set_num_threads(1);
+  // The pool splits the work; oneDNN's OpenMP team would compete with it. The
+  // team size is a per-thread setting, so every thread that multiplies sets it.
+  thread_local const bool singleThreaded = [] {
+    omp_set_num_threads(1);
     return true;
   }();
   (void)singleThreaded;
-  cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
-              transposeB ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
-              1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+  dnnl_status_t status =
+      dnnl_sgemm(transposeA ? 'T' : 'N', transposeB ? 'T' : 'N', m, n, k, 1.0f,
+                 a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success) {
+    // Only malformed arguments fail, which the compiler never emits.
+    std::fprintf(stderr,
+                 "loom: oneDNN GEMM [%lld x %lld x %lld] failed (status %d)\n",
+                 (long long)m, (long long)n, (long long)k, (int)status);
+    std::abort();
+  }
 }
 /// Products smaller than this many multiply-adds run on one thread.
 constexpr int64_t kParallelGemmWork = 1 << 18;
 
 /// gemm split over the thread pool, by blocks of rows or of columns of c
-/// (multiples of 16, OpenBLAS's micro-kernel tiles). Each thread packs the
+/// (multiples of 16, a multiple of the micro-kernels' tiles). Each thread packs the
 /// whole of the operand the blocks share (b for blocks of rows, a for blocks
 /// of columns), so the split goes along the longer side of c, which shares
 /// the smaller operand.
