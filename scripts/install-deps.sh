@@ -8,7 +8,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libgtest-dev
-  libgloo-dev libdnnl-dev nlohmann-json3-dev libpng-dev
+  libgloo-dev libdnnl-dev libopenblas-dev nlohmann-json3-dev libpng-dev
   clang-14 libclang-rt-14-dev
 )
 
