@@ -253,10 +253,21 @@ TEST(SplitGemm, ByColumns) {
 
 TEST(SplitGemm, SmallProductsOnOneThread) { checkMatmul(5, 7, 3, false, true); }
 
+TEST(SplitGemm, LargeBlocksGoToOneDnn) {
+  // 400 rows in 3 blocks of 128 to 144 rows, 300 columns: every block has at
+  // least 128 rows and columns, so oneDNN computes it (OpenBLAS the blocks
+  // above).
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      checkMatmul(400, 300, 70, ta, tb);
+}
+
 TEST(SplitGemm, OverwriteDoesNotReadTheResult) {
-  // Flag 4: c = a b, whatever c held (NaN here), split or not.
-  for (int64_t m : {5, 70}) {
-    Matrix a(m, 100, 0, 0.3f), b(100, 40, 0, 0.8f), c(m, 40, 0, 0.0f);
+  // Flag 4: c = a b, whatever c held (NaN here), split or not, through
+  // OpenBLAS (small blocks) and oneDNN (blocks of 128 x 160 and more).
+  for (int64_t m : {5, 70, 400}) {
+    int64_t n = m == 400 ? 160 : 40;
+    Matrix a(m, 100, 0, 0.3f), b(100, n, 0, 0.8f), c(m, n, 0, 0.0f);
     Matrix zeros = c;
     for (float &x : zeros.storage)
       x = 0.0f;
