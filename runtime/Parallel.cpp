@@ -2,9 +2,12 @@
 //
 // Workers wait for a new loop by spinning briefly (loops of one training step
 // follow each other within microseconds) and then sleeping on a condition
-// variable. The caller posts a loop by bumping a generation counter, and
-// every thread, the caller included, takes chunks from a shared counter until
-// none is left; the caller then spins until the workers are done.
+// variable. The caller posts a loop by publishing a new ticket (the loop's
+// generation, its chunk count and the next chunk), and every thread, the
+// caller included, claims chunks from the ticket until none is left; the
+// caller then waits until every chunk is finished, not until every worker
+// has looked: a worker that wakes late (waking a sleeping CPU of a virtual
+// machine can take milliseconds) finds nothing left of that loop to claim.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,19 +73,22 @@ public:
       fn(ctx, 0, iterations);
       return;
     }
-    job = {fn, ctx, iterations,
-           std::min<int64_t>(iterations,
-                             int64_t(threads) * std::max(1, chunksPerThread))};
-    next.store(0, std::memory_order_relaxed);
-    pending.store(threads - 1, std::memory_order_relaxed);
-    generation.fetch_add(1, std::memory_order_release);
+    int64_t chunks = std::min<int64_t>(
+        {iterations, int64_t(threads) * std::max(1, chunksPerThread),
+         kMaxChunks});
+    // No worker holds a chunk of the previous loop (all of them finished
+    // before it returned), so its fields can be rewritten.
+    job = {fn, ctx, iterations, chunks};
+    remaining.store(chunks, std::memory_order_relaxed);
+    uint64_t generation = (ticket.load(std::memory_order_relaxed) >> 32) + 1;
+    ticket.store(pack(generation, chunks, 0), std::memory_order_release);
     {
       // Pairs with the workers' predicate check: none misses the wake-up.
       std::lock_guard<std::mutex> lock(sleepMutex);
     }
     wake.notify_all();
-    runChunks();
-    for (unsigned spins = 0; pending.load(std::memory_order_acquire) != 0;
+    runChunks(generation);
+    for (unsigned spins = 0; remaining.load(std::memory_order_acquire) != 0;
          ++spins) {
       if (spins < 4096)
         relax();
@@ -100,49 +106,69 @@ private:
     int64_t chunks = 0;
   };
 
-  /// Takes chunks of the posted loop until none is left. Chunk i is always
-  /// [iterations * i / chunks, iterations * (i + 1) / chunks), whichever
-  /// thread takes it.
-  void runChunks() {
+  /// The ticket packs a loop's generation (high 32 bits), its chunk count
+  /// (16 bits) and the next chunk to claim (low 16 bits), so that a claim
+  /// only succeeds for the loop the claimer saw posted, while it is running.
+  static constexpr int64_t kMaxChunks = 0xffff;
+  static uint64_t pack(uint64_t generation, int64_t chunks, int64_t next) {
+    return generation << 32 | uint64_t(chunks) << 16 | uint64_t(next);
+  }
+
+  /// Claims and runs chunks of loop `generation` until none is left. Chunk i
+  /// is always [iterations * i / chunks, iterations * (i + 1) / chunks),
+  /// whichever thread takes it. A successful claim keeps the loop (and so
+  /// `job`) alive until the chunk is finished, since the caller waits for
+  /// every chunk.
+  void runChunks(uint64_t generation) {
     insideLoop = true;
-    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed);
-         i < job.chunks; i = next.fetch_add(1, std::memory_order_relaxed))
-      job.fn(job.ctx, job.iterations * i / job.chunks,
-             job.iterations * (i + 1) / job.chunks);
+    uint64_t current = ticket.load(std::memory_order_acquire);
+    for (;;) {
+      int64_t chunks = int64_t(current >> 16 & 0xffff);
+      int64_t i = int64_t(current & 0xffff);
+      if (current >> 32 != (generation & 0xffffffff) || i >= chunks)
+        break;
+      if (!ticket.compare_exchange_weak(current, current + 1,
+                                        std::memory_order_acquire,
+                                        std::memory_order_acquire))
+        continue;
+      job.fn(job.ctx, job.iterations * i / chunks,
+             job.iterations * (i + 1) / chunks);
+      remaining.fetch_sub(1, std::memory_order_release);
+      current = ticket.load(std::memory_order_acquire);
+    }
     insideLoop = false;
   }
 
   void work() {
     uint64_t seen = 0;
+    auto posted = [&] {
+      return ticket.load(std::memory_order_acquire) >> 32;
+    };
     for (;;) {
-      uint64_t current = generation.load(std::memory_order_acquire);
+      uint64_t current = posted();
       auto start = std::chrono::steady_clock::now();
       for (unsigned spins = 0; current == seen; ++spins) {
         relax();
-        current = generation.load(std::memory_order_acquire);
+        current = posted();
         if ((spins & 255) == 255 &&
             std::chrono::steady_clock::now() - start > kSpin)
           break;
       }
       if (current == seen) {
         std::unique_lock<std::mutex> lock(sleepMutex);
-        wake.wait(lock, [&] {
-          return generation.load(std::memory_order_acquire) != seen;
-        });
-        current = generation.load(std::memory_order_acquire);
+        wake.wait(lock, [&] { return posted() != seen; });
+        current = posted();
       }
       seen = current;
-      runChunks();
-      pending.fetch_sub(1, std::memory_order_release);
+      runChunks(current);
     }
   }
 
   const int threads;
   std::mutex busy;
   Job job;
-  std::atomic<uint64_t> generation{0};
-  std::atomic<int64_t> next{0};
-  std::atomic<int> pending{0};
+  std::atomic<uint64_t> ticket{0};
+  std::atomic<int64_t> remaining{0};
   std::mutex sleepMutex;
   std::condition_variable wake;
 };
