@@ -51,6 +51,9 @@ void loom::buildLoomToLinalgPipeline(OpPassManager &pm,
 
 void loom::buildLoomLinalgToLLVMPipeline(
     OpPassManager &pm, const LoomCpuPipelineOptions &options) {
+  // Maxima and minima in vector lanes (softmax's row maxima), from -O2.
+  if (options.optLevel > 1)
+    pm.addNestedPass<func::FuncOp>(createLoomSplitMinMaxReductionsPass());
   // One fill per op that accumulates into it, not a shared fill and copies.
   pm.addNestedPass<func::FuncOp>(createLoomDuplicateFillsPass());
   bufferization::OneShotBufferizePassOptions bufferize;

@@ -1,24 +1,30 @@
 //===- CpuCodegen.cpp - arithmetic rewrites for the CPU code generator ----===//
 //
-// Two rewrites that let LLVM's loop vectorizer handle what Loom's lowering
-// produces: fast-math flags on reductions, and polynomial approximations of
-// f32 transcendental functions in place of libm calls.
+// Rewrites that let LLVM's loop vectorizer handle what Loom's lowering
+// produces: fast-math flags on reductions, maxima and minima split into
+// lanes, and polynomial approximations of f32 transcendental functions in
+// place of libm calls.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include <cmath>
+
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMREASSOCIATEREDUCTIONSPASS
 #define GEN_PASS_DEF_LOOMAPPROXIMATEMATHPASS
+#define GEN_PASS_DEF_LOOMSPLITMINMAXREDUCTIONSPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -49,6 +55,168 @@ struct LoomReassociateReductionsPass
             arith::FastMathFlagsAttr::get(ctx, old | flags.getValue()));
       });
     });
+  }
+};
+
+/// Lanes a split maximum or minimum keeps apart: one AVX-512 vector of f32.
+constexpr int64_t kLanes = 16;
+
+/// The op that combines the accumulator of a one-result reduction with the
+/// new element, when it is an f32 maximum or minimum that propagates NaN
+/// (whose result does not depend on the order of the elements).
+static Operation *minMaxCombiner(linalg::GenericOp op) {
+  SmallVector<Operation *, 4> combiners;
+  if (op.getNumDpsInits() != 1 || !matchReduction(op.getRegionOutputArgs(), 0,
+                                                  combiners) ||
+      combiners.size() != 1)
+    return nullptr;
+  Operation *combiner = combiners.front();
+  if (!isa<arith::MaximumFOp, arith::MinimumFOp>(combiner) ||
+      !combiner->getResult(0).getType().isF32())
+    return nullptr;
+  return combiner;
+}
+
+/// Whether every input that reads along the innermost loop indexes its own
+/// innermost (contiguous) dimension with it, and no other: splitting the
+/// loop then splits that dimension into lanes that are adjacent in memory.
+static bool readsLoopContiguously(linalg::GenericOp op, unsigned loop) {
+  return llvm::all_of(op.getDpsInputOperands(), [&](OpOperand *input) {
+    ArrayRef<AffineExpr> results =
+        op.getMatchingIndexingMap(input).getResults();
+    for (auto [position, expr] : llvm::enumerate(results)) {
+      if (!expr.isFunctionOfDim(loop))
+        continue;
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      if (!dim || position + 1 != results.size())
+        return false;
+    }
+    return true;
+  });
+}
+
+/// Splits the innermost reduction loop `k` (of size n, a multiple of kLanes)
+/// of `op` into `k0` (reduction, n / kLanes) and `lane` (parallel, kLanes)
+/// with k = k0 * kLanes + lane: the innermost dimension of each input that
+/// k indexes is expanded into [n / kLanes, kLanes], `op` computes kLanes
+/// partial results per output element into a new innermost dimension, and a
+/// second op combines them with the original init.
+static void splitIntoLanes(IRRewriter &rewriter, linalg::GenericOp op,
+                           Operation *combiner) {
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  unsigned loops = op.getNumLoops(), k = loops - 1;
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(input);
+    SmallVector<AffineExpr> exprs;
+    SmallVector<int64_t> shape;
+    SmallVector<ReassociationIndices> groups;
+    auto type = dyn_cast<RankedTensorType>(input->get().getType());
+    for (auto [position, expr] : llvm::enumerate(map.getResults())) {
+      groups.push_back({int64_t(shape.size())});
+      auto dim = dyn_cast<AffineDimExpr>(expr);
+      if (dim && dim.getPosition() == k) {
+        exprs.append({getAffineDimExpr(k, ctx), getAffineDimExpr(k + 1, ctx)});
+        shape.append({type.getDimSize(position) / kLanes, kLanes});
+        groups.back().push_back(int64_t(shape.size()) - 1);
+        continue;
+      }
+      exprs.push_back(expr);
+      shape.push_back(type.getDimSize(position));
+    }
+    Value value = input->get();
+    if (type && shape.size() != size_t(type.getRank()))
+      value = tensor::ExpandShapeOp::create(
+          rewriter, loc, RankedTensorType::get(shape, type.getElementType()),
+          value, groups);
+    inputs.push_back(value);
+    maps.push_back(AffineMap::get(loops + 1, 0, exprs, ctx));
+  }
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  SmallVector<AffineExpr> outExprs(outMap.getResults());
+  outExprs.push_back(getAffineDimExpr(k + 1, ctx));
+  maps.push_back(AffineMap::get(loops + 1, 0, outExprs, ctx));
+
+  // Partial results start from the combiner's identity.
+  auto initType = cast<RankedTensorType>(init->get().getType());
+  SmallVector<int64_t> partialShape(initType.getShape());
+  partialShape.push_back(kLanes);
+  auto partialType = RankedTensorType::get(partialShape, rewriter.getF32Type());
+  bool isMax = isa<arith::MaximumFOp>(combiner);
+  Value identity = arith::ConstantOp::create(
+      rewriter, loc,
+      rewriter.getF32FloatAttr(isMax ? -INFINITY : INFINITY));
+  Value empty = tensor::EmptyOp::create(rewriter, loc, partialShape,
+                                        rewriter.getF32Type());
+  Value partialInit =
+      linalg::FillOp::create(rewriter, loc, identity, empty).getResult(0);
+
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  iterators.push_back(utils::IteratorType::parallel);
+  auto split = linalg::GenericOp::create(rewriter, loc, TypeRange{partialType},
+                                         inputs, ValueRange{partialInit}, maps,
+                                         iterators);
+  rewriter.cloneRegionBefore(op.getRegion(), split.getRegion(),
+                             split.getRegion().begin());
+
+  // The lanes meet the original init: out = combine(init, partial[..., lane]).
+  SmallVector<AffineExpr> outDims;
+  for (unsigned d = 0; d < initType.getRank(); ++d)
+    outDims.push_back(getAffineDimExpr(d, ctx));
+  unsigned outLoops = initType.getRank() + 1;
+  AffineMap identityOut = AffineMap::get(outLoops, 0, outDims, ctx);
+  outDims.push_back(getAffineDimExpr(initType.getRank(), ctx));
+  AffineMap partialMap = AffineMap::get(outLoops, 0, outDims, ctx);
+  SmallVector<utils::IteratorType> combineIterators(
+      initType.getRank(), utils::IteratorType::parallel);
+  combineIterators.push_back(utils::IteratorType::reduction);
+  auto combine = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{initType}, split.getResult(0), init->get(),
+      ArrayRef<AffineMap>{partialMap, identityOut}, combineIterators,
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value result =
+            isMax ? (Value)arith::MaximumFOp::create(b, l, args[1], args[0])
+                  : (Value)arith::MinimumFOp::create(b, l, args[1], args[0]);
+        linalg::YieldOp::create(b, l, result);
+      });
+  rewriter.replaceOp(op, combine.getResults());
+}
+
+struct LoomSplitMinMaxReductionsPass
+    : loom::impl::LoomSplitMinMaxReductionsPassBase<
+          LoomSplitMinMaxReductionsPass> {
+  void runOnOperation() override {
+    SmallVector<std::pair<linalg::GenericOp, Operation *>> candidates;
+    getOperation().walk([&](linalg::GenericOp op) {
+      SmallVector<unsigned> reductions;
+      op.getReductionDims(reductions);
+      SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+      unsigned last = ranges.size() - 1;
+      // One reduction, the innermost loop, of a static multiple of the lanes
+      // (at least two vectors), over tensors, that the output does not index
+      // and the body does not ask the index of.
+      if (!op.hasPureTensorSemantics() || reductions.size() != 1 ||
+          reductions.front() != last || ShapedType::isDynamic(ranges.back()) ||
+          ranges.back() % kLanes != 0 || ranges.back() < 2 * kLanes ||
+          op.getMatchingIndexingMap(op.getDpsInitOperand(0))
+              .isFunctionOfDim(last) ||
+          !readsLoopContiguously(op, last) ||
+          llvm::any_of(op.getBody()->getOps<linalg::IndexOp>(),
+                       [&](linalg::IndexOp index) {
+                         return index.getDim() == last;
+                       }))
+        return;
+      if (Operation *combiner = minMaxCombiner(op))
+        candidates.push_back({op, combiner});
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto [op, combiner] : candidates) {
+      rewriter.setInsertionPoint(op);
+      splitIntoLanes(rewriter, op, combiner);
+    }
   }
 };
 

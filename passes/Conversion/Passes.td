@@ -156,6 +156,29 @@ def LoomReassociateReductionsPass
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
+def LoomSplitMinMaxReductionsPass
+    : Pass<"loom-split-minmax-reductions", "::mlir::func::FuncOp"> {
+  let summary = "splits innermost f32 max/min reductions into 16 lanes that vectorize";
+  let description = [{
+    LLVM's loop vectorizer recognizes a maximum or minimum reduction only in
+    a few forms, and InstCombine rewrites the common `max(acc, select(mask,
+    -inf, x))` of masked softmax into `select(mask, acc, max(acc, x))`,
+    which it then does not recognize: the row maxima of attention scores ran
+    as scalar loops. This pass rewrites each `linalg.generic` on tensors
+    whose one reduction is its innermost loop, of a static size that is a
+    multiple of 16 (32 or more), and whose combiner is an f32 maximum or
+    minimum, with upstream's `linalg::splitReduction`: the reduction runs
+    over 16 partial results kept in an extra innermost parallel dimension (a
+    loop over independent lanes, which vectorizes as elementwise code), and a
+    second op combines the 16. Maxima and minima are exact in any order, so
+    results do not change. `loomc -O2` and above run it before
+    bufferization.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def LoomApproximateMathPass
     : Pass<"loom-approximate-math", "::mlir::ModuleOp"> {
   let summary = "replaces f32 exp, log, tanh and erf with polynomial approximations";
