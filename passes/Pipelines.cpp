@@ -3,6 +3,7 @@
 // The CPU pipeline: Loom's lowering to linalg (with, from -O2, fast-math
 // flags on reductions: loom-reassociate-reductions), then MLIR's upstream
 // bufferization and LLVM lowering. In mlir-opt terms the second half is
+//   loom-split-minmax-reductions (from -O2), loom-duplicate-fills,
 //   one-shot-bufferize{bufferize-function-boundaries
 //     function-boundary-type-conversion=identity-layout-map
 //     allow-return-allocs-from-loops},

@@ -18,8 +18,10 @@ struct LoomCpuPipelineOptions
   PassOptions::Option<unsigned> optLevel{
       *this, "opt-level",
       llvm::cl::desc("0 lowers op by op; 1 and up also fuse elementwise ops; "
-                     "2 and up also reassociate reductions and approximate "
-                     "f32 exp, log, tanh and erf with polynomials"),
+                     "2 and up also reassociate reductions, split max/min "
+                     "reductions into vector lanes, run loops on threads and "
+                     "approximate f32 exp, log, tanh and erf with "
+                     "polynomials"),
       llvm::cl::init(2)};
 };
 

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LoomToLinalg.h"
+
 #include "passes/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
@@ -146,13 +148,9 @@ static void splitIntoLanes(IRRewriter &rewriter, linalg::GenericOp op,
   partialShape.push_back(kLanes);
   auto partialType = RankedTensorType::get(partialShape, rewriter.getF32Type());
   bool isMax = isa<arith::MaximumFOp>(combiner);
-  Value identity = arith::ConstantOp::create(
-      rewriter, loc,
+  Value partialInit = loom::lowering::filledTensor(
+      rewriter, loc, partialType,
       rewriter.getF32FloatAttr(isMax ? -INFINITY : INFINITY));
-  Value empty = tensor::EmptyOp::create(rewriter, loc, partialShape,
-                                        rewriter.getF32Type());
-  Value partialInit =
-      linalg::FillOp::create(rewriter, loc, identity, empty).getResult(0);
 
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   iterators.push_back(utils::IteratorType::parallel);
@@ -198,7 +196,8 @@ struct LoomSplitMinMaxReductionsPass
       // One reduction, the innermost loop, of a static multiple of the lanes
       // (at least two vectors), over tensors, that the output does not index
       // and the body does not ask the index of.
-      if (!op.hasPureTensorSemantics() || reductions.size() != 1 ||
+      if (!op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+          reductions.size() != 1 ||
           reductions.front() != last || ShapedType::isDynamic(ranges.back()) ||
           ranges.back() % kLanes != 0 || ranges.back() < 2 * kLanes ||
           op.getMatchingIndexingMap(op.getDpsInitOperand(0))

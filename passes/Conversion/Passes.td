@@ -165,14 +165,16 @@ def LoomSplitMinMaxReductionsPass
     -inf, x))` of masked softmax into `select(mask, acc, max(acc, x))`,
     which it then does not recognize: the row maxima of attention scores ran
     as scalar loops. This pass rewrites each `linalg.generic` on tensors
-    whose one reduction is its innermost loop, of a static size that is a
-    multiple of 16 (32 or more), and whose combiner is an f32 maximum or
-    minimum, with upstream's `linalg::splitReduction`: the reduction runs
-    over 16 partial results kept in an extra innermost parallel dimension (a
-    loop over independent lanes, which vectorizes as elementwise code), and a
-    second op combines the 16. Maxima and minima are exact in any order, so
-    results do not change. `loomc -O2` and above run it before
-    bufferization.
+    whose one reduction is its innermost loop, of a static size n that is a
+    multiple of 16 (32 or more), that each input reads along its own
+    innermost dimension, and whose combiner is an f32 `maximumf` or
+    `minimumf`: those input dimensions are expanded into [n / 16, 16], the
+    op keeps 16 partial results (from -inf, or +inf) in an extra innermost
+    parallel dimension (a loop over independent lanes, which vectorizes as
+    elementwise code), and a second op combines the 16 with the original
+    init. (Upstream's `linalg::splitReduction` mistakes a constant index,
+    the broadcast mask's `0`, for a loop dimension.) These maxima and minima are exact in any order, so results do not
+    change. `loomc -O2` and above run it before bufferization.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
