@@ -216,6 +216,36 @@ LogicalResult gradient(SoftplusOp op, GradBuilder &h, ArrayRef<Value> g,
   dx[0] = h.mul(g[0], SigmoidOp::create(h.b, h.loc, op.getInput()));
   return success();
 }
+LogicalResult gradient(EluOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // y = alpha (exp(x) - 1) below 0, so dy/dx = y + alpha there.
+  Value x = op.getInput(), y = op.getResult();
+  Value positive = GreaterOp::create(h.b, h.loc, x, h.scalarLike(0.0, x));
+  Value below = h.add(y, h.scalarLike(op.getAlpha().convertToDouble(), y));
+  dx[0] = h.where(positive, g[0], h.mul(g[0], below));
+  return success();
+}
+LogicalResult gradient(SoftsignOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // y = x / (1 + |x|): dy/dx = 1 / (1 + |x|)^2.
+  Value x = op.getInput();
+  Value d = h.add(h.scalarLike(1.0, x), AbsOp::create(h.b, h.loc, x));
+  dx[0] = h.div(g[0], h.mul(d, d));
+  return success();
+}
+LogicalResult gradient(HardSigmoidOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  // alpha where 0 < alpha x + beta < 1 (strictly, as PyTorch), else 0.
+  Value x = op.getInput();
+  double alpha = op.getAlpha().convertToDouble();
+  Value z = h.add(h.mulScalar(x, alpha),
+                  h.scalarLike(op.getBeta().convertToDouble(), x));
+  Value inside = AndOp::create(
+      h.b, h.loc, GreaterOp::create(h.b, h.loc, z, h.scalarLike(0.0, z)),
+      LessOp::create(h.b, h.loc, z, h.scalarLike(1.0, z)));
+  dx[0] = h.select(inside, h.mulScalar(g[0], alpha));
+  return success();
+}
 LogicalResult gradient(SinOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
   dx[0] = h.mul(g[0], CosOp::create(h.b, h.loc, op.getInput()));
@@ -444,6 +474,35 @@ LogicalResult gradient(ReduceMaxOp op, GradBuilder &h, ArrayRef<Value> g,
 LogicalResult gradient(ReduceMinOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
   return extremumGradient(op, h, g, dx);
+}
+LogicalResult gradient(ReduceProdOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // The derivative by x_i is the product of the other entries, computed
+  // without dividing by a zero: with no zero in the group it is y / x_i;
+  // with exactly one, the zero entry gets the product of the nonzero ones
+  // and the others 0; with two or more, every entry gets 0.
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  ArrayRef<int64_t> axes = op.getAxes();
+  bool keep = op.getKeepdims();
+  Value x = op.getInput();
+  Value isZero = EqualOp::create(h.b, h.loc, x, h.scalarLike(0.0, x));
+  Value ones = h.expandTo(h.scalarLike(1.0, x), type);
+  Value nonZero = h.where(isZero, ones, x);
+  Value prodNonZero = ReduceProdOp::create(h.b, h.loc, nonZero, axes, keep);
+  Value zeros = ReduceSumOp::create(h.b, h.loc, h.select(isZero, ones), axes,
+                                    keep);
+  Value zerosAt = expandReduced(h, zeros, type, axes, keep);
+  Value othersNonZero =
+      h.div(expandReduced(h, prodNonZero, type, axes, keep), nonZero);
+  Value noZero = EqualOp::create(h.b, h.loc, zerosAt, h.scalarLike(0.0, x));
+  Value oneZero = EqualOp::create(h.b, h.loc, zerosAt, h.scalarLike(1.0, x));
+  Value onlyZero = AndOp::create(h.b, h.loc, isZero, oneZero);
+  Value others = h.where(OrOp::create(h.b, h.loc, noZero, onlyZero),
+                         othersNonZero, h.scalarLike(0.0, x));
+  dx[0] = h.mul(expandReduced(h, g[0], type, axes, keep), others);
+  return success();
 }
 LogicalResult gradient(SoftmaxOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
@@ -697,8 +756,11 @@ LogicalResult gradient(MaxPoolOp op, GradBuilder &h, ArrayRef<Value> g,
     return success();
   // Each output's gradient goes to the first position of its window that
   // holds the maximum (as PyTorch): for every kernel offset k, the inputs at
-  // o * stride + k * dilation are compared with the result, and the winners'
-  // gradients are spread back to those positions.
+  // o * stride + k * dilation are compared with the window's maximum, and
+  // the winners' gradients are spread back to those positions. The maximum
+  // is taken again from the same candidates rather than read from the
+  // forward result, so a window always finds it even if the code generator
+  // computed the forward's input with other rounding.
   auto xType = cast<RankedTensorType>(op.getInput().getType());
   auto gType = cast<RankedTensorType>(g[0].getType());
   int64_t spatial = xType.getRank() - 2;
@@ -714,12 +776,15 @@ LogicalResult gradient(MaxPoolOp op, GradBuilder &h, ArrayRef<Value> g,
   Value padded = PadOp::create(h.b, h.loc, op.getInput(), low, high,
                                PadMode::Constant,
                                APFloat(-std::numeric_limits<double>::infinity()));
-  Value y = op.getResult();
-  Value taken;
-  Value total;
   int64_t offsets = 1;
   for (int64_t k : kernel)
     offsets *= k;
+  struct Offset {
+    Value candidate;
+    SmallVector<int64_t> placeLow, placeHigh;
+  };
+  SmallVector<Offset> windows;
+  Value y;
   for (int64_t flat = 0; flat < offsets; ++flat) {
     SmallVector<int64_t> k(spatial);
     for (int64_t i = spatial - 1, rest = flat; i >= 0; --i) {
@@ -728,7 +793,8 @@ LogicalResult gradient(MaxPoolOp op, GradBuilder &h, ArrayRef<Value> g,
     }
     SmallVector<int64_t> starts(2, 0), limits(gType.getShape().take_front(2)),
         steps(2, 1);
-    SmallVector<int64_t> placeLow(2, 0), placeHigh(2, 0);
+    Offset window{Value(), SmallVector<int64_t>(2, 0),
+                  SmallVector<int64_t>(2, 0)};
     for (int64_t i = 0; i < spatial; ++i) {
       int64_t start = k[i] * dilations[i];
       starts.push_back(start);
@@ -736,12 +802,20 @@ LogicalResult gradient(MaxPoolOp op, GradBuilder &h, ArrayRef<Value> g,
       steps.push_back(strides[i]);
       // Output o lands on input o * stride + k * dilation - pad.
       int64_t shift = start - pads[i];
-      placeLow.push_back(shift);
-      placeHigh.push_back(xType.getDimSize(i + 2) -
-                          gType.getDimSize(i + 2) * strides[i] - shift);
+      window.placeLow.push_back(shift);
+      window.placeHigh.push_back(xType.getDimSize(i + 2) -
+                                 gType.getDimSize(i + 2) * strides[i] - shift);
     }
-    Value candidate = SliceOp::create(h.b, h.loc, padded, starts, limits, steps);
-    Value hit = EqualOp::create(h.b, h.loc, candidate, y);
+    window.candidate =
+        SliceOp::create(h.b, h.loc, padded, starts, limits, steps);
+    y = y ? MaxOp::create(h.b, h.loc, y, window.candidate).getResult()
+          : window.candidate;
+    windows.push_back(std::move(window));
+  }
+  Value taken;
+  Value total;
+  for (Offset &window : windows) {
+    Value hit = EqualOp::create(h.b, h.loc, window.candidate, y);
     if (taken) {
       Value fresh = AndOp::create(h.b, h.loc, hit,
                                   NotOp::create(h.b, h.loc, taken));
@@ -751,8 +825,9 @@ LogicalResult gradient(MaxPoolOp op, GradBuilder &h, ArrayRef<Value> g,
       taken = hit;
     }
     Value contribution = spreadByStride(h, h.select(hit, g[0]), strides);
-    contribution = PadOp::create(h.b, h.loc, contribution, placeLow, placeHigh,
-                                 PadMode::Constant, APFloat(0.0));
+    contribution = PadOp::create(h.b, h.loc, contribution, window.placeLow,
+                                 window.placeHigh, PadMode::Constant,
+                                 APFloat(0.0));
     total = total ? h.add(total, contribution) : contribution;
   }
   dx[0] = total;
@@ -924,6 +999,157 @@ LogicalResult gradient(GatherOp op, GradBuilder &h, ArrayRef<Value> g,
   dx[0] = ScatterElementsOp::create(h.b, h.loc, h.zeros(dataType), indices,
                                     updates, (uint64_t)axis,
                                     ScatterReduction::Add);
+  return success();
+}
+
+LogicalResult gradient(TileOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // The result is [r0 * d0, r1 * d1, ...]: viewed as [r0, d0, r1, d1, ...],
+  // every copy's gradient sums into the input.
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  SmallVector<int64_t> split, axes;
+  for (auto [d, repeat] : llvm::enumerate(op.getRepeats())) {
+    axes.push_back(static_cast<int64_t>(split.size()));
+    split.push_back(repeat);
+    split.push_back(type.getDimSize(d));
+  }
+  dx[0] = h.reshape(h.sum(h.reshape(g[0], split), axes, /*keepdims=*/false),
+                    type.getShape());
+  return success();
+}
+LogicalResult gradient(CumSumOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // Each input entry counts in the sums after it (before it, reversed).
+  dx[0] = CumSumOp::create(h.b, h.loc, g[0], op.getAxis(), op.getExclusive(),
+                           !op.getReverse());
+  return success();
+}
+LogicalResult gradient(TriluOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (isFloatTensor(op.getType()))
+    dx[0] = TriluOp::create(h.b, h.loc, g[0], op.getK(), op.getUpper());
+  return success();
+}
+/// Adds `updates` into zeros of `type` at `indices` along `axis`.
+Value scatterAdd(GradBuilder &h, RankedTensorType type, Value indices,
+                 Value updates, int64_t axis) {
+  return ScatterElementsOp::create(h.b, h.loc, h.zeros(type), indices, updates,
+                                   (uint64_t)axis, ScatterReduction::Add);
+}
+Value gatherElements(GradBuilder &h, Value input, Value indices, int64_t axis) {
+  return GatherElementsOp::create(h.b, h.loc, input, indices, (uint64_t)axis);
+}
+LogicalResult gradient(GatherElementsOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // Every picked entry's gradient goes back to where it was picked from;
+  // an entry picked twice accumulates.
+  dx[0] = scatterAdd(h, op.getInput().getType(), op.getIndices(), g[0],
+                     op.getAxis());
+  return success();
+}
+LogicalResult gradient(ScatterElementsOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  Value input = op.getInput(), indices = op.getIndices(),
+        updates = op.getUpdates(), y = op.getResult();
+  auto inputType = cast<RankedTensorType>(input.getType());
+  auto updatesType = cast<RankedTensorType>(updates.getType());
+  int64_t axis = op.getAxis();
+  auto write = [&](Value into, Value values, ScatterReduction reduction) {
+    return ScatterElementsOp::create(h.b, h.loc, into, indices, values,
+                                     (uint64_t)axis, reduction)
+        .getResult();
+  };
+  switch (op.getReduction()) {
+  case ScatterReduction::None:
+    // Overwritten entries of the input get nothing; each update gets the
+    // gradient of the entry it was written to (with repeated indices, every
+    // duplicate gets it, as PyTorch's scatter).
+    dx[0] = write(g[0], h.zeros(updatesType), ScatterReduction::None);
+    dx[2] = gatherElements(h, g[0], indices, axis);
+    return success();
+  case ScatterReduction::Add:
+    dx[0] = g[0];
+    dx[2] = gatherElements(h, g[0], indices, axis);
+    return success();
+  case ScatterReduction::Max:
+  case ScatterReduction::Min: {
+    // The gradient is shared evenly by the input entry and the updates that
+    // equal the result (PyTorch's scatter_reduce amax/amin).
+    Value inputHit = h.select(EqualOp::create(h.b, h.loc, input, y),
+                              h.expandTo(h.scalarLike(1.0, y), inputType));
+    Value picked = gatherElements(h, y, indices, axis);
+    Value updateHit =
+        h.select(EqualOp::create(h.b, h.loc, updates, picked),
+                 h.expandTo(h.scalarLike(1.0, y), updatesType));
+    Value ties = write(inputHit, updateHit, ScatterReduction::Add);
+    Value share = h.div(g[0], ties);
+    dx[0] = h.mul(inputHit, share);
+    dx[2] = h.mul(updateHit, gatherElements(h, share, indices, axis));
+    return success();
+  }
+  case ScatterReduction::Mul: {
+    // y = input * prod(updates at the entry). The input's derivative is
+    // that product; an update's is the product of the others, taken
+    // without dividing by a zero update (as ReduceProd's gradient).
+    Value ones = h.expandTo(h.scalarLike(1.0, y), inputType);
+    Value product = write(ones, updates, ScatterReduction::Mul);
+    dx[0] = h.mul(g[0], product);
+    Value isZero = EqualOp::create(h.b, h.loc, updates, h.scalarLike(0.0, y));
+    Value updateOnes = h.expandTo(h.scalarLike(1.0, y), updatesType);
+    Value nonZero = h.where(isZero, updateOnes, updates);
+    Value zeroCount = write(h.zeros(inputType), h.select(isZero, updateOnes),
+                            ScatterReduction::Add);
+    Value withNonZero =
+        h.mul(input, write(ones, nonZero, ScatterReduction::Mul));
+    Value gy = gatherElements(h, h.mul(g[0], y), indices, axis);
+    Value gNonZero = gatherElements(h, h.mul(g[0], withNonZero), indices, axis);
+    Value zerosAt = gatherElements(h, zeroCount, indices, axis);
+    Value onlyZero = AndOp::create(
+        h.b, h.loc, isZero,
+        EqualOp::create(h.b, h.loc, zerosAt, h.scalarLike(1.0, y)));
+    dx[2] = h.where(isZero, h.select(onlyZero, gNonZero), h.div(gy, nonZero));
+    return success();
+  }
+  }
+  return success();
+}
+LogicalResult gradient(TopKOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!g[0] || !isFloatTensor(op.getInput().getType()))
+    return success();
+  // The values' gradients go back to the positions they were taken from.
+  dx[0] = scatterAdd(h, op.getInput().getType(), op.getIndices(), g[0],
+                     op.getAxis());
+  return success();
+}
+LogicalResult gradient(OneHotOp op, GradBuilder &h, ArrayRef<Value> g,
+                       Grads &dx) {
+  if (!isFloatTensor(op.getType()))
+    return success();
+  // result = off + (on - off) * hot: d(on) = sum(g * hot), d(off) = sum(g)
+  // - d(on).
+  auto valuesType = cast<RankedTensorType>(op.getValues().getType());
+  Type element = valuesType.getElementType();
+  Value offOn = ConstantOp::create(
+      h.b, h.loc,
+      cast<ElementsAttr>(DenseElementsAttr::get(
+          valuesType, ArrayRef<Attribute>{h.b.getFloatAttr(element, 0.0),
+                                          h.b.getFloatAttr(element, 1.0)})));
+  Value hot = OneHotOp::create(h.b, h.loc, op.getIndices(), offOn,
+                               op.getDepth(), op.getAxis());
+  Value on = h.sum(h.mul(g[0], hot), {}, /*keepdims=*/false);
+  Value off = h.sub(h.sum(g[0], {}, /*keepdims=*/false), on);
+  dx[1] = ConcatOp::create(h.b, h.loc,
+                           ValueRange{h.reshape(off, {1}), h.reshape(on, {1})},
+                           (uint64_t)0);
   return success();
 }
 
@@ -1107,6 +1333,8 @@ void mlir::loom::registerGradientModels(MLIRContext *context) {
          SoftmaxOp, LogSoftmaxOp, LayerNormOp, ReshapeOp, TransposeOp, ExpandOp,
          ConcatOp, SplitOp, SliceOp, PadOp, GatherOp, SoftmaxCrossEntropyOp,
          NllLossOp, BatchNormOp, BatchNormTrainOp, ConvOp, AvgPoolOp, MaxPoolOp,
-         DropoutOp>(context);
+         DropoutOp, EluOp, SoftsignOp, HardSigmoidOp, ReduceProdOp, TileOp,
+         CumSumOp, TriluOp, GatherElementsOp, ScatterElementsOp, TopKOp,
+         OneHotOp>(context);
   attachZero<FloorOp, CeilOp, RoundOp, SignOp, ConstantOp>(context);
 }

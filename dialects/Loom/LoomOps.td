@@ -164,8 +164,11 @@ def Loom_DivOp : Loom_BinaryOp<"div"> {
 def Loom_PowOp : Loom_BinaryOp<"pow">;
 def Loom_MaxOp : Loom_BinaryOp<"max", Loom_Tensor, [Commutative]>;
 def Loom_MinOp : Loom_BinaryOp<"min", Loom_Tensor, [Commutative]>;
-def Loom_ModOp : Loom_BinaryOp<"mod"> {
-  let description = "The remainder has the sign of the divisor (Python's `%`).";
+def Loom_ModOp : Loom_BinaryOp<"mod", Loom_IntTensor> {
+  let description = [{
+    Integers only; the remainder has the sign of the divisor (Python's `%`).
+    (ONNX Mod on floats, C's fmod, is not imported.)
+  }];
 }
 def Loom_AndOp : Loom_BinaryOp<"and", Loom_BoolTensor, [Commutative]>;
 def Loom_OrOp : Loom_BinaryOp<"or", Loom_BoolTensor, [Commutative]>;

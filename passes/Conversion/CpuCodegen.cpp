@@ -34,28 +34,49 @@ using namespace mlir;
 
 namespace {
 
+/// Adds `flags` to the fast-math flags of `op` when it yields a float.
+static void addFastMath(Operation *op, arith::FastMathFlags flags) {
+  auto fm = dyn_cast<arith::ArithFastMathInterface>(op);
+  if (!fm || !llvm::any_of(op->getResultTypes(),
+                           [](Type t) { return isa<FloatType>(t); }))
+    return;
+  arith::FastMathFlags old = fm.getFastMathFlagsAttr()
+                                 ? fm.getFastMathFlagsAttr().getValue()
+                                 : arith::FastMathFlags::none;
+  op->setAttr(fm.getFastMathAttrName(),
+              arith::FastMathFlagsAttr::get(op->getContext(), old | flags));
+}
+
 struct LoomReassociateReductionsPass
     : loom::impl::LoomReassociateReductionsPassBase<
           LoomReassociateReductionsPass> {
   void runOnOperation() override {
-    MLIRContext *ctx = &getContext();
-    auto flags = arith::FastMathFlagsAttr::get(
-        ctx, arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+    auto flags = arith::FastMathFlags::reassoc | arith::FastMathFlags::contract;
     getOperation().walk([&](linalg::GenericOp generic) {
       if (generic.getNumReductionLoops() == 0)
         return;
-      generic.getRegion().walk([&](arith::ArithFastMathInterface op) {
-        Operation *raw = op.getOperation();
-        if (!llvm::any_of(raw->getResultTypes(),
-                          [](Type t) { return isa<FloatType>(t); }))
-          return;
-        arith::FastMathFlags old = op.getFastMathFlagsAttr()
-                                       ? op.getFastMathFlagsAttr().getValue()
-                                       : arith::FastMathFlags::none;
-        raw->setAttr(
-            op.getFastMathAttrName(),
-            arith::FastMathFlagsAttr::get(ctx, old | flags.getValue()));
-      });
+      // Only the accumulation chain of each result: the ops that combine an
+      // element with the accumulator and the products that feed only them
+      // (so a multiply-add may become an FMA). Elementwise producers fused
+      // into the body keep strict arithmetic: the same value computed again
+      // elsewhere (a max pool's input, compared with its result in the
+      // gradient) must come out bit for bit the same.
+      for (unsigned r = 0; r < generic.getNumDpsInits(); ++r) {
+        SmallVector<Operation *, 4> combiners;
+        if (!matchReduction(generic.getRegionOutputArgs(), r, combiners))
+          continue;
+        for (Operation *combiner : combiners) {
+          addFastMath(combiner, flags);
+          for (Value operand : combiner->getOperands()) {
+            Operation *producer = operand.getDefiningOp();
+            if (producer && isa<arith::MulFOp>(producer) &&
+                llvm::all_of(producer->getUsers(), [&](Operation *user) {
+                  return llvm::is_contained(combiners, user);
+                }))
+              addFastMath(producer, flags);
+          }
+        }
+      }
     });
   }
 };

@@ -904,6 +904,98 @@ struct TriluLowering : OpRewritePattern<TriluOp> {
   }
 };
 
+/// tile: the input broadcast into [r0, d0, r1, d1, ...] (each copy reads
+/// the input as it is), then collapsed pairwise into [r0 * d0, ...].
+struct TileLowering : OpRewritePattern<TileOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(TileOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto inType = cast<RankedTensorType>(op.getInput().getType());
+    int64_t rank = inType.getRank();
+    SmallVector<int64_t> expanded;
+    SmallVector<AffineExpr> inputExprs;
+    SmallVector<ReassociationIndices> pairs;
+    for (auto [d, repeat] : llvm::enumerate(op.getRepeats())) {
+      int64_t at = static_cast<int64_t>(expanded.size());
+      expanded.push_back(repeat);
+      expanded.push_back(inType.getDimSize(d));
+      inputExprs.push_back(rewriter.getAffineDimExpr(at + 1));
+      pairs.push_back({at, at + 1});
+    }
+    auto expandedType = inType.clone(expanded);
+    MLIRContext *ctx = rewriter.getContext();
+    SmallVector<AffineMap> maps = {
+        AffineMap::get(2 * rank, 0, inputExprs, ctx),
+        AffineMap::getMultiDimIdentityMap(2 * rank, ctx)};
+    SmallVector<utils::IteratorType> iterators(2 * rank,
+                                               utils::IteratorType::parallel);
+    Value copies =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{expandedType}, ValueRange{op.getInput()},
+            ValueRange{emptyTensor(rewriter, loc, expandedType)}, maps,
+            iterators,
+            [](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(b, l, args.front());
+            })
+            .getResult(0);
+    rewriter.replaceOpWithNewOp<tensor::CollapseShapeOp>(op, op.getType(),
+                                                         copies, pairs);
+    return success();
+  }
+};
+
+/// cumsum: a scan along the axis for every position of the other
+/// dimensions, carrying the running sum (from the end when `reverse`; the
+/// sum before the entry when `exclusive`).
+struct CumSumLowering : OpRewritePattern<CumSumOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(CumSumOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t axis = op.getAxis(), extent = type.getDimSize(axis);
+    bool exclusive = op.getExclusive(), reverse = op.getReverse();
+    Value input = op.getInput();
+    Type element = type.getElementType();
+    SmallVector<Value> lbs, ubs, steps;
+    for (int64_t d = 0; d < type.getRank(); ++d) {
+      if (d == axis)
+        continue;
+      lbs.push_back(indexConstant(rewriter, loc, 0));
+      ubs.push_back(indexConstant(rewriter, loc, type.getDimSize(d)));
+      steps.push_back(indexConstant(rewriter, loc, 1));
+    }
+    Value init = emptyTensor(rewriter, loc, type);
+    scf::LoopNest nest = scf::buildLoopNest(
+        rewriter, loc, lbs, ubs, steps, ValueRange{init},
+        [&](OpBuilder &b, Location l, ValueRange outer,
+            ValueRange acc) -> scf::ValueVector {
+          Value zero = scalarConstant(b, l, element, 0);
+          auto scan = scf::ForOp::create(
+              b, l, indexConstant(b, l, 0), indexConstant(b, l, extent),
+              indexConstant(b, l, 1), ValueRange{acc[0], zero},
+              [&](OpBuilder &ib, Location il, Value j, ValueRange carried) {
+                Value at = j;
+                if (reverse)
+                  at = arith::SubIOp::create(
+                      ib, il, indexConstant(ib, il, extent - 1), j);
+                SmallVector<Value> coords(outer.begin(), outer.end());
+                coords.insert(coords.begin() + axis, at);
+                Value x = tensor::ExtractOp::create(ib, il, input, coords);
+                Value sum = combine(ib, il, Combine::Sum, carried[1], x);
+                Value written = exclusive ? carried[1] : sum;
+                Value updated = tensor::InsertOp::create(ib, il, written,
+                                                         carried[0], coords);
+                scf::YieldOp::create(ib, il, ValueRange{updated, sum});
+              });
+          return {scan.getResult(0)};
+        });
+    rewriter.replaceOp(op, nest.results);
+    return success();
+  }
+};
+
 /// Dropout's counter-based mask (the formula is in the op's description):
 /// one 64-bit key per call from `seed` and `offset`, then a SplitMix64 draw
 /// per entry from its row-major index, compared with a 24-bit threshold.
@@ -2220,7 +2312,8 @@ void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
       BatchNormTrainLowering, TransposeLowering, ReshapeLowering,
       ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
       SliceLowering, GatherLowering, GatherElementsLowering, OneHotLowering,
-      TriluLowering, DropoutLowering, PadLowering, ConvLowering,
+      TriluLowering, TileLowering, CumSumLowering, DropoutLowering,
+      PadLowering, ConvLowering,
       MaxPoolLowering, AvgPoolLowering, NllLossLowering,
       SoftmaxCrossEntropyLowering, ScatterElementsLowering, TopKLowering,
       LstmLowering, GruLowering>(ctx);

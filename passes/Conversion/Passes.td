@@ -146,12 +146,21 @@ def LoomReassociateReductionsPass
     : Pass<"loom-reassociate-reductions", "::mlir::func::FuncOp"> {
   let summary = "lets the code generator reorder the float arithmetic of reductions";
   let description = [{
-    Marks the floating-point arithmetic in the body of every `linalg.generic`
-    with a reduction iterator (sums, means, variances, softmax denominators,
-    convolutions) with the `reassoc` and `contract` fast-math flags, so that
-    LLVM can vectorize the reduction (partial sums in vector lanes) and fuse
-    multiply-adds. Results change only by rounding, as with any blocked
-    summation. `loomc -O2` and above run it.
+    Marks the accumulation of every `linalg.generic` with a reduction
+    iterator (sums, means, variances, softmax denominators, convolutions)
+    with the `reassoc` and `contract` fast-math flags, so that LLVM can
+    vectorize the reduction (partial sums in vector lanes) and fuse
+    multiply-adds: the ops that combine an element with the accumulator
+    (`matchReduction`'s combiners) and the products that feed only them.
+    Results change only by rounding, as with any blocked summation.
+
+    Other arithmetic in the body (elementwise producers that fusion moved
+    into the reduction) keeps strict semantics, because the same value may
+    be computed again elsewhere and compared exactly: a max pool's gradient
+    compares its input with its result, and with a batch norm fused into
+    the pooling, `contract` once turned the normalization into FMAs there
+    and not in the gradient, so no window found its maximum.
+    `loomc -O2` and above run it.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }

@@ -34,6 +34,34 @@ func.func @scale(%x: tensor<4x8xf32>, %out: tensor<4x8xf32>) -> tensor<4x8xf32> 
 
 // -----
 
+// Only the accumulation is relaxed: a normalization fused into a max pool
+// keeps strict arithmetic, so that the same values computed elsewhere (the
+// pool's gradient compares them with its result) are bit-identical.
+// REASSOC-LABEL: func @fused_producer_stays_strict
+// REASSOC: %[[D:.*]] = arith.subf %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}} : f32
+// REASSOC: %[[S:.*]] = arith.mulf %[[D]], %{{[a-z0-9_]+}} : f32
+// REASSOC: %[[N:.*]] = arith.addf %[[S]], %{{[a-z0-9_]+}} : f32
+// REASSOC: arith.maximumf %{{[a-z0-9_]+}}, %[[N]] fastmath<reassoc,contract> : f32
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d0)>
+func.func @fused_producer_stays_strict(%x: tensor<4x8xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+  %m = arith.constant 0.5 : f32
+  %s = arith.constant 2.0 : f32
+  %b = arith.constant 0.25 : f32
+  %0 = linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %d = arith.subf %a, %m : f32
+    %sc = arith.mulf %d, %s : f32
+    %n = arith.addf %sc, %b : f32
+    %r = arith.maximumf %acc, %n : f32
+    linalg.yield %r : f32
+  } -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 // f32 exp, log, tanh and erf become arithmetic; f64 keeps its libm call, and
 // so do functions without an approximation here (sin).
 // APPROX-LABEL: func @math

@@ -238,5 +238,38 @@ func.func @main() {
 
   %u24 = tensor.cast %c24 : tensor<2x2xf32> to tensor<*xf32>
   call @show(%u24) : (tensor<*xf32>) -> ()
+
+  // tile [[1, 2], [3, 4]] by [1, 2]: each row twice over.
+  // CHECK: data =
+  // CHECK-NEXT: {{\[}}[1,   2,   1,   2],
+  // CHECK-NEXT: [3,   4,   3,   4]]
+  %25 = loom.tile %sq {repeats = array<i64: 1, 2>} : tensor<2x2xf32> -> tensor<2x4xf32>
+  %c25 = bufferization.alloc_tensor() copy(%25) : tensor<2x4xf32>
+  %u25 = tensor.cast %c25 : tensor<2x4xf32> to tensor<*xf32>
+  call @show(%u25) : (tensor<*xf32>) -> ()
+
+  // cumsum of [1, 2, 3, 4] along the axis: [1, 3, 6, 10]; exclusive and
+  // reversed: [2+3+4, 3+4, 4, 0] = [9, 7, 4, 0]; along axis 0 of
+  // [[1, 2], [3, 4]]: [[1, 2], [4, 6]].
+  // CHECK: data =
+  // CHECK-NEXT: [1,  3,  6,  10]
+  // CHECK: data =
+  // CHECK-NEXT: [9,  7,  4,  0]
+  // CHECK: data =
+  // CHECK-NEXT: {{\[}}[1,   2],
+  // CHECK-NEXT: [4,   6]]
+  %seq = loom.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %26 = loom.cumsum %seq {axis = 0 : i64} : tensor<4xf32>
+  %c26 = bufferization.alloc_tensor() copy(%26) : tensor<4xf32>
+  %u26 = tensor.cast %c26 : tensor<4xf32> to tensor<*xf32>
+  call @show(%u26) : (tensor<*xf32>) -> ()
+  %27 = loom.cumsum %seq {axis = 0 : i64, exclusive, reverse} : tensor<4xf32>
+  %c27 = bufferization.alloc_tensor() copy(%27) : tensor<4xf32>
+  %u27 = tensor.cast %c27 : tensor<4xf32> to tensor<*xf32>
+  call @show(%u27) : (tensor<*xf32>) -> ()
+  %28 = loom.cumsum %sq {axis = 0 : i64} : tensor<2x2xf32>
+  %c28 = bufferization.alloc_tensor() copy(%28) : tensor<2x2xf32>
+  %u28 = tensor.cast %c28 : tensor<2x2xf32> to tensor<*xf32>
+  call @show(%u28) : (tensor<*xf32>) -> ()
   return
 }

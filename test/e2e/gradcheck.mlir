@@ -294,4 +294,107 @@ func.func @batch_norm_inference(%x: tensor<3x2x2x2xf64>, %scale: tensor<2xf64>, 
   return %r : tensor<f64>
 }
 
-// CHECK: 21 functions checked, 0 failed
+// CHECK-DAG: more_activations: ok
+func.func @more_activations(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %half = loom.constant dense<0.71> : tensor<f64>
+  %s = loom.sub %x, %half : (tensor<4x3xf64>, tensor<f64>) -> tensor<4x3xf64>
+  %0 = loom.elu %s {alpha = 1.3 : f64} : tensor<4x3xf64>
+  %1 = loom.softsign %s : tensor<4x3xf64>
+  %2 = loom.hard_sigmoid %s {alpha = 0.5 : f64, beta = 0.1 : f64} : tensor<4x3xf64>
+  %a = loom.mul %0, %1 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %b = loom.add %a, %2 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %c = loom.add %b, %1 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %d = loom.mul %c, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %r = loom.reduce_sum %d {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// The product with a zero column is 0 whatever x is, so its gradient is 0
+// (not a division by zero).
+// CHECK-DAG: reduce_prod: ok
+func.func @reduce_prod(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %w = loom.constant dense<[[0.3], [-1.2], [0.7], [1.1]]> : tensor<4x1xf64>
+  %z = loom.constant dense<0.0> : tensor<4x1xf64>
+  %0 = loom.reduce_prod %x {axes = array<i64: 1>, keepdims} : (tensor<4x3xf64>) -> tensor<4x1xf64>
+  %1 = loom.mul %0, %w : (tensor<4x1xf64>, tensor<4x1xf64>) -> tensor<4x1xf64>
+  %2 = loom.reduce_prod %x {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  %3 = loom.concat %x, %z {axis = 1 : i64} : (tensor<4x3xf64>, tensor<4x1xf64>) -> tensor<4x4xf64>
+  %4 = loom.reduce_prod %3 {axes = array<i64: 1>} : (tensor<4x4xf64>) -> tensor<4xf64>
+  %a = loom.reduce_sum %1 {axes = array<i64>} : (tensor<4x1xf64>) -> tensor<f64>
+  %b = loom.reduce_sum %4 {axes = array<i64>} : (tensor<4xf64>) -> tensor<f64>
+  %c = loom.add %a, %2 : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  %r = loom.add %c, %b : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: tile_cumsum_trilu: ok
+func.func @tile_cumsum_trilu(%x: tensor<4x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %w2 = loom.constant dense<[0.5, -1.0, 2.0, 0.25, 1.5, -0.5, 0.75, 1.0]> : tensor<8xf64>
+  %0 = loom.tile %x {repeats = array<i64: 2, 1>} : tensor<4x3xf64> -> tensor<8x3xf64>
+  %1 = loom.mul %0, %0 : (tensor<8x3xf64>, tensor<8x3xf64>) -> tensor<8x3xf64>
+  %2 = loom.reduce_sum %1 {axes = array<i64: 1>} : (tensor<8x3xf64>) -> tensor<8xf64>
+  %3 = loom.mul %2, %w2 : (tensor<8xf64>, tensor<8xf64>) -> tensor<8xf64>
+  %4 = loom.cumsum %x {axis = 0 : i64} : tensor<4x3xf64>
+  %5 = loom.cumsum %x {axis = 1 : i64, exclusive, reverse} : tensor<4x3xf64>
+  %6 = loom.trilu %x {k = 0 : i64, upper} : tensor<4x3xf64>
+  %7 = loom.mul %4, %5 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %8 = loom.add %7, %6 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %9 = loom.mul %8, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %a = loom.reduce_sum %3 {axes = array<i64>} : (tensor<8xf64>) -> tensor<f64>
+  %b = loom.reduce_sum %9 {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  %r = loom.add %a, %b : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// Gathered and scattered entries, with a repeated index (row 0 of column 0
+// twice) where the op allows it: gathering it twice accumulates, adding or
+// multiplying twice combines.
+// CHECK-DAG: gather_scatter_elements: ok
+func.func @gather_scatter_elements(%x: tensor<4x3xf64>, %u: tensor<2x3xf64>) -> tensor<f64> {
+  %w = loom.constant #w43
+  %w23 = loom.constant dense<[[0.4, -0.9, 1.3], [0.8, 0.6, -0.7]]> : tensor<2x3xf64>
+  %dup = loom.constant dense<[[0, 3, 1], [0, 2, 1]]> : tensor<2x3xi64>
+  %uniq = loom.constant dense<[[1, 0, 3], [2, 3, 0]]> : tensor<2x3xi64>
+  %0 = loom.gather_elements %x, %dup {axis = 0 : i64} : (tensor<4x3xf64>, tensor<2x3xi64>) -> tensor<2x3xf64>
+  %1 = loom.mul %0, %0 : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+  %2 = loom.mul %1, %w23 : (tensor<2x3xf64>, tensor<2x3xf64>) -> tensor<2x3xf64>
+  %3 = loom.scatter_elements %x, %uniq, %u none {axis = 0 : i64} : (tensor<4x3xf64>, tensor<2x3xi64>, tensor<2x3xf64>) -> tensor<4x3xf64>
+  %4 = loom.scatter_elements %x, %dup, %u add {axis = 0 : i64} : (tensor<4x3xf64>, tensor<2x3xi64>, tensor<2x3xf64>) -> tensor<4x3xf64>
+  %5 = loom.scatter_elements %x, %uniq, %u max {axis = 0 : i64} : (tensor<4x3xf64>, tensor<2x3xi64>, tensor<2x3xf64>) -> tensor<4x3xf64>
+  %6 = loom.scatter_elements %x, %uniq, %u min {axis = 0 : i64} : (tensor<4x3xf64>, tensor<2x3xi64>, tensor<2x3xf64>) -> tensor<4x3xf64>
+  %7 = loom.scatter_elements %x, %dup, %u mul {axis = 0 : i64} : (tensor<4x3xf64>, tensor<2x3xi64>, tensor<2x3xf64>) -> tensor<4x3xf64>
+  %8 = loom.mul %3, %4 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %9 = loom.mul %5, %6 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %10 = loom.add %8, %9 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %11 = loom.mul %7, %7 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %12 = loom.add %10, %11 : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %13 = loom.mul %12, %w : (tensor<4x3xf64>, tensor<4x3xf64>) -> tensor<4x3xf64>
+  %a = loom.reduce_sum %2 {axes = array<i64>} : (tensor<2x3xf64>) -> tensor<f64>
+  %b = loom.reduce_sum %13 {axes = array<i64>} : (tensor<4x3xf64>) -> tensor<f64>
+  %r = loom.add %a, %b : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK-DAG: top_k_one_hot: ok
+func.func @top_k_one_hot(%x: tensor<4x3xf64>, %v: tensor<2xf64>) -> tensor<f64> {
+  %w = loom.constant dense<[[0.3, -1.2], [1.1, 0.2], [-0.8, 0.9], [0.6, -0.3]]> : tensor<4x2xf64>
+  %w53 = loom.constant dense<[[0.3, -1.2, 0.7], [1.1, 0.2, -0.5], [-0.8, 0.9, 0.4], [0.6, -0.3, 1.3], [0.5, 0.5, -1.0]]> : tensor<5x3xf64>
+  %labels = loom.constant dense<[2, 0, 1, 1, 2]> : tensor<5xi64>
+  %0:2 = loom.top_k %x {k = 2 : i64, axis = 1 : i64, largest} : (tensor<4x3xf64>) -> (tensor<4x2xf64>, tensor<4x2xi64>)
+  %1 = loom.mul %0#0, %0#0 : (tensor<4x2xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+  %2 = loom.mul %1, %w : (tensor<4x2xf64>, tensor<4x2xf64>) -> tensor<4x2xf64>
+  %3:2 = loom.top_k %x {k = 1 : i64, axis = 0 : i64} : (tensor<4x3xf64>) -> (tensor<1x3xf64>, tensor<1x3xi64>)
+  %4 = loom.one_hot %labels, %v {depth = 3 : i64, axis = 1 : i64} : (tensor<5xi64>, tensor<2xf64>) -> tensor<5x3xf64>
+  %5 = loom.mul %4, %4 : (tensor<5x3xf64>, tensor<5x3xf64>) -> tensor<5x3xf64>
+  %6 = loom.mul %5, %w53 : (tensor<5x3xf64>, tensor<5x3xf64>) -> tensor<5x3xf64>
+  %a = loom.reduce_sum %2 {axes = array<i64>} : (tensor<4x2xf64>) -> tensor<f64>
+  %b = loom.reduce_sum %3#0 {axes = array<i64>} : (tensor<1x3xf64>) -> tensor<f64>
+  %c = loom.reduce_sum %6 {axes = array<i64>} : (tensor<5x3xf64>) -> tensor<f64>
+  %d = loom.add %a, %b : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  %r = loom.add %d, %c : (tensor<f64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// CHECK: 26 functions checked, 0 failed

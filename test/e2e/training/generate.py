@@ -3,8 +3,8 @@
 
 Usage:  python3 test/e2e/training/generate.py [MODEL ...]
 
-With model names (mlp, dropout_mlp, cnn, gcnn, lstm, gru, gpt), only those
-fixtures are written.
+With model names (mlp, dropout_mlp, cnn, cnn_pool, gcnn, lstm, gru, gpt,
+moe_gather, op_zoo), only those fixtures are written.
 
 For each model below: export the forward function (or, for the GPT-style
 decoder, the forward function *with its loss*) to ONNX with its initial
@@ -141,6 +141,83 @@ class GroupedCNN(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
+class PoolCNN(nn.Module):
+    """Convolution, batch norm in training mode, ReLU, max pooling, linear:
+    the max pool's gradient compares its input with its result."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+        return self.fc(x.flatten(1))
+
+
+class Expert(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.fc1 = nn.Linear(d, h)
+        self.fc2 = nn.Linear(h, d)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class GatherMoE(nn.Module):
+    """A top-2 mixture of experts written densely as users export it: the
+    router's softmax, TopK, every expert on every token, GatherElements to
+    pick the two chosen outputs, a weighted sum, then a classifier."""
+
+    def __init__(self, d=16, n_experts=4, k=2, classes=10):
+        super().__init__()
+        self.k = k
+        self.router = nn.Linear(d, n_experts)
+        self.experts = nn.ModuleList([Expert(d, 32) for _ in range(n_experts)])
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):  # [N, d]
+        probs = F.softmax(self.router(x), dim=-1)
+        top_vals, top_idx = torch.topk(probs, self.k, dim=-1)  # [N, k]
+        gates = top_vals / top_vals.sum(dim=-1, keepdim=True)
+        outs = torch.stack([e(x) for e in self.experts], dim=1)  # [N, E, d]
+        idx = top_idx.unsqueeze(-1).expand(-1, -1, x.shape[-1])  # [N, k, d]
+        chosen = torch.gather(outs, 1, idx)  # [N, k, d]
+        y = (chosen * gates.unsqueeze(-1)).sum(dim=1)
+        return self.head(x + y)
+
+
+class OpZoo(nn.Module):
+    """Ops whose gradients no other fixture trains: Elu, Softsign,
+    HardSigmoid, CumSum, Trilu, Tile, ReduceProd and ScatterElements
+    (overwriting and adding)."""
+
+    def __init__(self, n=16):
+        super().__init__()
+        self.fc1 = nn.Linear(12, 24)
+        self.fc2 = nn.Linear(48, 24)
+        self.head = nn.Linear(24, 10)
+        g = torch.Generator().manual_seed(3)
+        # Six distinct columns per row to write into (scatter), and six
+        # with repeats to add into (scatter_add).
+        self.register_buffer("cols", torch.stack(
+            [torch.randperm(24, generator=g)[:6] for _ in range(n)]))
+        self.register_buffer("add_cols", torch.randint(0, 24, (n, 6), generator=g))
+
+    def forward(self, x):
+        h = self.fc1(x)
+        a = F.elu(h) + F.softsign(h) * F.hardsigmoid(h)
+        a = torch.cumsum(a, dim=1) * (1.0 / 24)
+        a = torch.tril(a.view(-1, 4, 6)).reshape(-1, 24)
+        g = self.fc2(a.repeat(1, 2))
+        p = torch.prod(torch.sigmoid(g).view(-1, 6, 4) + 0.5, dim=2)  # [N, 6]
+        written = torch.zeros_like(g).scatter(1, self.cols, p)
+        added = g.scatter_add(1, self.add_cols, p)
+        return self.head(written + added)
+
+
 class GPTWithLoss(nn.Module):
     """The decoder with its next-token loss inside the exported graph."""
 
@@ -174,6 +251,8 @@ CONFIGS = {
         None,
     ),
     "adamw": (lambda p: torch.optim.AdamW(p, lr=3e-3, weight_decay=0.01), None, None),
+    # PyTorch's defaults (weight decay 0.01, betas 0.9/0.999, eps 1e-8).
+    "adamw_default": (lambda p: torch.optim.AdamW(p, lr=1e-3), None, None),
     "adamw_cosine_clip": (
         lambda p: torch.optim.AdamW(p, lr=3e-3, weight_decay=0.01),
         lambda o: torch.optim.lr_scheduler.LambdaLR(o, warmup_cosine(3, 10, 3e-3, 3e-4)),
@@ -247,7 +326,8 @@ def trajectories(make_model, name, loss_fn, configs):
 def main():
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
-    known = {"mlp", "dropout_mlp", "cnn", "gcnn", "lstm", "gru", "gpt"}
+    known = {"mlp", "dropout_mlp", "cnn", "cnn_pool", "gcnn", "lstm", "gru", "gpt",
+             "moe_gather", "op_zoo"}
     if only - known:
         sys.exit(f"unknown models {sorted(only - known)}; known: {sorted(known)}")
 
@@ -293,6 +373,47 @@ def main():
         export(make_cnn(), "cnn", (xc,), ["x"], ["logits"], 17, train=True)
         np.save(os.path.join(HERE, "cnn.in.labels.npy"), yc.numpy())
         trajectories(make_cnn, "cnn", lambda m: F.cross_entropy(m(xc), yc), ["sgd", "adamw"])
+
+    # Batch norm, ReLU and max pooling, with PyTorch's default AdamW.
+    def make_cnn_pool():
+        torch.manual_seed(0)
+        return PoolCNN().train()
+
+    if wanted("cnn_pool"):
+        export(make_cnn_pool(), "cnn_pool", (xc,), ["x"], ["logits"], 17, train=True)
+        np.save(os.path.join(HERE, "cnn_pool.in.labels.npy"), yc.numpy())
+        trajectories(make_cnn_pool, "cnn_pool", lambda m: F.cross_entropy(m(xc), yc),
+                     ["sgd", "adamw_default"])
+
+    # A dense top-2 mixture of experts (TopK, GatherElements).
+    def make_moe():
+        torch.manual_seed(0)
+        return GatherMoE()
+
+    xm = torch.from_numpy(np.random.default_rng(8).standard_normal((16, 16)).astype(np.float32))
+    if wanted("moe_gather"):
+        export(make_moe(), "moe_gather", (xm,), ["x"], ["logits"], 17)
+        ops = {n.op_type for n in onnx.load(os.path.join(HERE, "moe_gather.onnx")).graph.node}
+        assert {"TopK", "GatherElements"} <= ops, ops
+        np.save(os.path.join(HERE, "moe_gather.in.labels.npy"), y.numpy())
+        trajectories(make_moe, "moe_gather", lambda m: F.cross_entropy(m(xm), y),
+                     ["sgd", "adamw"])
+
+    # Ops no other fixture differentiates.
+    def make_zoo():
+        torch.manual_seed(0)
+        return OpZoo()
+
+    xz = torch.from_numpy(np.random.default_rng(9).standard_normal((16, 12)).astype(np.float32))
+    if wanted("op_zoo"):
+        export(make_zoo(), "op_zoo", (xz,), ["x"], ["logits"], 17)
+        ops = {n.op_type for n in onnx.load(os.path.join(HERE, "op_zoo.onnx")).graph.node}
+        wanted_ops = {"Elu", "HardSigmoid", "CumSum", "Trilu", "Tile", "ReduceProd",
+                      "ScatterElements"}
+        assert wanted_ops <= ops, wanted_ops - ops
+        np.save(os.path.join(HERE, "op_zoo.in.labels.npy"), y.numpy())
+        trajectories(make_zoo, "op_zoo", lambda m: F.cross_entropy(m(xz), y),
+                     ["sgd", "adamw"])
 
     # Grouped, depthwise, dilated and pointwise convolutions.
     def make_gcnn():
