@@ -19,6 +19,7 @@
 
 #include "loom/runtime.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -112,11 +113,12 @@ std::map<std::pair<loom::comm::Communicator *, std::string>,
     subgroups;
 std::mutex subgroupsMutex;
 
-/// The group of this rank along the mesh axes in `axesMask` (bit i: axis i):
-/// the ranks that share its coordinates on the other axes, ordered by their
-/// coordinates on the group's axes (row-major, as the mesh). Empty when the
-/// mesh does not describe the run.
-std::vector<int> groupOf(int rank, int worldSize, int64_t axesMask,
+/// The group of this rank along the mesh axes `order` names (4-bit nibbles,
+/// lowest first, each an axis index plus 1): the ranks that share its
+/// coordinates on the other axes, ordered by their coordinates on the
+/// group's axes in the order listed (the first is the major one). Empty
+/// when the mesh does not describe the run.
+std::vector<int> groupOf(int rank, int worldSize, int64_t order,
                          std::string &name) {
   const std::vector<int64_t> &mesh = loom::rt::currentMesh;
   int64_t devices = 1;
@@ -124,6 +126,9 @@ std::vector<int> groupOf(int rank, int worldSize, int64_t axesMask,
     devices *= size;
   if (mesh.empty() || devices != worldSize)
     return {};
+  std::vector<size_t> axes;
+  for (int64_t rest = order; rest; rest >>= 4)
+    axes.push_back((size_t)(rest & 0xf) - 1);
   auto coords = [&](int r) {
     std::vector<int64_t> c(mesh.size());
     for (size_t a = mesh.size(); a-- > 0;) {
@@ -133,30 +138,38 @@ std::vector<int> groupOf(int rank, int worldSize, int64_t axesMask,
     return c;
   };
   std::vector<int64_t> mine = coords(rank);
-  std::vector<int> ranks;
+  std::vector<std::pair<std::vector<int64_t>, int>> members;
   for (int r = 0; r < worldSize; ++r) {
     std::vector<int64_t> other = coords(r);
     bool same = true;
     for (size_t a = 0; a < mesh.size(); ++a)
-      same &= (axesMask >> a & 1) || other[a] == mine[a];
-    if (same)
-      ranks.push_back(r);
+      same &= (std::find(axes.begin(), axes.end(), a) != axes.end()) || other[a] == mine[a];
+    if (!same)
+      continue;
+    std::vector<int64_t> key;
+    for (size_t a : axes)
+      key.push_back(a < other.size() ? other[a] : 0);
+    members.push_back({std::move(key), r});
   }
-  name = "axes" + std::to_string(axesMask);
+  std::sort(members.begin(), members.end());
+  std::vector<int> ranks;
+  for (auto &[key, r] : members)
+    ranks.push_back(r);
+  name = "axes" + std::to_string(order);
   for (size_t a = 0; a < mesh.size(); ++a)
-    if (!(axesMask >> a & 1))
+    if (!(std::find(axes.begin(), axes.end(), a) != axes.end()))
       name += "-" + std::to_string(mine[a]);
   return ranks;
 }
 
-/// The communicator for a collective over `group` ((axes mask << 32) |
-/// number of ranks; a mask of 0 means the whole mesh), or null with the
+/// The communicator for a collective over `group` ((axes << 32) | number of
+/// ranks; no axes means the whole mesh), or null with the
 /// reason recorded (not distributed, another number of ranks). A group of
 /// one needs none.
 loom::comm::Communicator *communicatorFor(int64_t group, const char *what,
                                          bool &alone) {
   using namespace loom;
-  int64_t groupSize = group & 0xffffffff, axesMask = group >> 32;
+  int64_t groupSize = group & 0xffffffff, axesOrder = group >> 32;
   alone = groupSize == 1;
   comm::Communicator *c = rt::currentCommunicator;
   if (alone)
@@ -170,11 +183,18 @@ loom::comm::Communicator *communicatorFor(int64_t group, const char *what,
                "loom-run launch or a torchrun-style launcher)";
     return nullptr;
   }
-  if (c->size() == groupSize)
+  // The whole run in the mesh's own order is the run's communicator; in
+  // another order (a dimension split over [tp, dp]) it is a reordered copy.
+  int64_t meshOrder = 0;
+  for (size_t a = 0; a < rt::currentMesh.size() && a < 8; ++a)
+    meshOrder |= (int64_t)(a + 1) << (4 * a);
+  bool oneAxis = axesOrder < 16;
+  if (c->size() == groupSize &&
+      (oneAxis || axesOrder == meshOrder || rt::currentMesh.empty()))
     return c;
   std::string name;
-  std::vector<int> ranks = groupOf(c->rank(), c->size(), axesMask, name);
-  if (axesMask == 0 || (int64_t)ranks.size() != groupSize) {
+  std::vector<int> ranks = groupOf(c->rank(), c->size(), axesOrder, name);
+  if (axesOrder == 0 || (int64_t)ranks.size() != groupSize) {
     rt::collectiveError = span + "the run has " + std::to_string(c->size());
     return nullptr;
   }

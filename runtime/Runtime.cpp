@@ -62,6 +62,9 @@ struct Tensor {
   /// Mesh axes (indices into the session's mesh) splitting each dimension,
   /// major to minor; empty when replicated.
   std::vector<std::vector<size_t>> sharding;
+  /// The whole shape as the model names it, when the bundle views the
+  /// tensor in another shape (same row-major data); empty otherwise.
+  std::vector<int64_t> logicalShape;
   /// The memref descriptor: allocated and aligned pointers, offset, sizes,
   /// strides (all 8-byte words).
   std::vector<int64_t> descriptor;
@@ -80,6 +83,75 @@ bool parseDtype(const std::string &name, loom_dtype_t &out) {
       return true;
     }
   return false;
+}
+
+} // namespace
+
+struct loom_session_t;
+
+namespace {
+
+/// The block of a split tensor that one rank holds: per dimension, its
+/// index and the number of blocks.
+struct BlockPlace {
+  std::vector<int64_t> index, count;
+};
+
+BlockPlace blockPlace(const loom_session_t &session, const Tensor &t,
+                      int64_t rank);
+
+/// How many blocks the whole tensor has.
+size_t blockCount(const BlockPlace &place) {
+  size_t blocks = 1;
+  for (int64_t c : place.count)
+    blocks *= (size_t)c;
+  return blocks;
+}
+
+/// The tensor's shape before splitting (the block's shape times the blocks).
+std::vector<int64_t> globalShape(const Tensor &t, const BlockPlace &place) {
+  std::vector<int64_t> shape = t.shape;
+  for (size_t d = 0; d < shape.size(); ++d)
+    shape[d] *= place.count[d];
+  return shape;
+}
+
+/// Copies between a whole row-major tensor of `whole` shape and the block
+/// at `place` (of `block` shape): into the whole tensor when `intoWhole`.
+void copyBlock(char *wholeData, char *blockData,
+               const std::vector<int64_t> &whole,
+               const std::vector<int64_t> &block, const BlockPlace &place,
+               size_t elementSize, bool intoWhole) {
+  size_t rank = whole.size();
+  if (rank == 0) {
+    if (intoWhole)
+      std::memcpy(wholeData, blockData, elementSize);
+    else
+      std::memcpy(blockData, wholeData, elementSize);
+    return;
+  }
+  // Runs of the innermost dimension are contiguous in both.
+  size_t run = (size_t)block[rank - 1] * elementSize;
+  int64_t runs = 1;
+  for (size_t d = 0; d + 1 < rank; ++d)
+    runs *= block[d];
+  std::vector<int64_t> at(rank, 0);
+  for (int64_t r = 0; r < runs; ++r) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < rank; ++d)
+      offset = offset * whole[d] + place.index[d] * block[d] + at[d];
+    char *w = wholeData + (size_t)offset * elementSize;
+    char *b = blockData + (size_t)r * run;
+    if (intoWhole)
+      std::memcpy(w, b, run);
+    else
+      std::memcpy(b, w, run);
+    for (size_t d = rank - 1; d-- > 0;) {
+      if (++at[d] < block[d])
+        break;
+      at[d] = 0;
+    }
+  }
 }
 
 } // namespace
@@ -272,6 +344,16 @@ static loom_status_t createSession(const std::string &dir,
     }
     if (t.kind == LOOM_TENSOR_OUTPUT && arg.contains("updates"))
       t.updatesName = arg.value("updates", "");
+    if (arg.contains("logical_shape")) {
+      const auto &dims = arg["logical_shape"];
+      if (!dims.is_array() || dims.size() > LOOM_MAX_RANK)
+        return bad("tensor \"" + t.name + "\" has an invalid logical_shape");
+      for (const auto &d : dims) {
+        if (!d.is_number_integer() || d.get<int64_t>() < 0)
+          return bad("tensor \"" + t.name + "\" has an invalid logical_shape");
+        t.logicalShape.push_back(d.get<int64_t>());
+      }
+    }
     if (arg.contains("sharding")) {
       const auto &dims = arg["sharding"];
       if (!dims.is_array() || dims.size() != t.shape.size())
@@ -289,6 +371,22 @@ static loom_status_t createSession(const std::string &dir,
         }
         t.sharding.push_back(std::move(indices));
       }
+    }
+    if (!t.logicalShape.empty()) {
+      // A view of the same data: as many elements as the whole tensor.
+      int64_t logical = 1, whole = 1;
+      for (int64_t d : t.logicalShape)
+        logical *= d;
+      for (size_t d = 0; d < t.shape.size(); ++d) {
+        whole *= t.shape[d];
+        if (d < t.sharding.size())
+          for (size_t axis : t.sharding[d])
+            whole *= session->mesh[axis].second;
+      }
+      if (logical != whole)
+        return bad("tensor \"" + t.name + "\" has a logical_shape of " +
+                   std::to_string(logical) + " elements for " +
+                   std::to_string(whole));
     }
     if (arg.contains("index_range")) {
       const auto &range = arg["index_range"];
@@ -384,19 +482,18 @@ static loom_status_t createSession(const std::string &dir,
       Tensor &t = session->tensors[i];
       if (t.kind != LOOM_TENSOR_PARAMETER)
         continue;
-      int64_t index = 0, count = 1;
-      if (!t.shape.empty())
-        if (loom_status_t status = loom_session_tensor_shard(
-                session.get(), i, 0, &index, &count))
-          return status;
+      BlockPlace place = blockPlace(*session, t, loom_session_rank(session.get()));
+      int64_t count = (int64_t)blockCount(place);
       if (t.initBytes != (int64_t)t.bytes * count || t.initOffset < 0 ||
           (size_t)(t.initOffset + t.initBytes) > params.size())
         return bad("parameter \"" + t.name + "\" (" +
                    std::to_string(t.bytes * count) +
                    " bytes) does not fit in the parameters file of " +
                    std::to_string(params.size()) + " bytes");
-      std::memcpy(t.data.get(), params.data() + t.initOffset + index * t.bytes,
-                  t.bytes);
+      // A split parameter takes its block of the whole value.
+      copyBlock(params.data() + t.initOffset, t.data.get(),
+                globalShape(t, place), t.shape, place,
+                loom_dtype_size(t.dtype), /*intoWhole=*/false);
     }
   }
   if (!session->mesh.empty() && devices != worldSize)
@@ -448,6 +545,41 @@ int loom_session_world_size(const loom_session_t *session) {
   return session && session->communicator ? session->communicator->size() : 1;
 }
 
+} // extern "C"
+
+namespace {
+BlockPlace blockPlace(const loom_session_t &session, const Tensor &t,
+                      int64_t rank) {
+  BlockPlace place{std::vector<int64_t>(t.shape.size(), 0),
+                   std::vector<int64_t>(t.shape.size(), 1)};
+  if (t.sharding.empty())
+    return place;
+  // The rank's coordinate on every mesh axis (row-major, last axis fastest),
+  // then the block index over each dimension's axes, major first.
+  std::vector<int64_t> coords(session.mesh.size());
+  for (size_t a = session.mesh.size(); a-- > 0;) {
+    coords[a] = rank % session.mesh[a].second;
+    rank /= session.mesh[a].second;
+  }
+  for (size_t d = 0; d < t.sharding.size(); ++d)
+    for (size_t axis : t.sharding[d]) {
+      place.index[d] = place.index[d] * session.mesh[axis].second + coords[axis];
+      place.count[d] *= session.mesh[axis].second;
+    }
+  return place;
+}
+} // namespace
+
+extern "C" {
+
+int64_t loom_session_mesh_devices(const loom_session_t *session) {
+  int64_t devices = 1;
+  if (session)
+    for (const auto &axis : session->mesh)
+      devices *= axis.second;
+  return devices;
+}
+
 loom_status_t loom_session_tensor_gather(loom_session_t *session,
                                          size_t index, void *out,
                                          size_t bytes) {
@@ -455,13 +587,8 @@ loom_status_t loom_session_tensor_gather(loom_session_t *session,
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "no tensor #" + std::to_string(index));
   const Tensor &t = session->tensors[index];
-  size_t blocks = 1;
-  bool onlyDim0 = true;
-  for (size_t d = 0; d < t.sharding.size(); ++d)
-    for (size_t axis : t.sharding[d]) {
-      blocks *= (size_t)session->mesh[axis].second;
-      onlyDim0 &= d == 0;
-    }
+  BlockPlace mine = blockPlace(*session, t, loom_session_rank(session));
+  size_t blocks = blockCount(mine);
   if (bytes != t.bytes * blocks)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "\"" + t.name + "\" has " +
@@ -471,22 +598,71 @@ loom_status_t loom_session_tensor_gather(loom_session_t *session,
     std::memcpy(out, t.data.get(), t.bytes);
     return nullptr;
   }
-  // Rank r holds block r of dimension 0 when that dimension is split over
-  // every mesh axis in order, which is what ZeRO produces.
-  if (!onlyDim0 || t.sharding[0].size() != session->mesh.size() ||
-      t.dtype != LOOM_DTYPE_FLOAT32 || !session->communicator)
+  if (!session->communicator || t.bytes % 4 != 0)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "gathering \"" + t.name +
-                          "\" needs an f32 tensor split along dimension 0 "
-                          "over the whole mesh");
+                          "\" needs a distributed run and a block of whole "
+                          "4-byte words");
+  // Every rank contributes its block; each is copied to where it lies (a
+  // block held by several ranks, replicated over some axes, lands once per
+  // holder, always with the same value). The collective moves raw words.
+  int world = session->communicator->size();
+  std::vector<float> all((size_t)world * t.bytes / 4);
   try {
-    session->communicator->allGather(static_cast<const float *>(
-                                         (const void *)t.data.get()),
-                                     static_cast<float *>(out), t.bytes / 4);
+    session->communicator->allGather(
+        static_cast<const float *>((const void *)t.data.get()), all.data(),
+        t.bytes / 4);
   } catch (const loom::comm::Error &e) {
     return makeStatus(LOOM_STATUS_UNAVAILABLE, e.what());
   }
+  std::vector<int64_t> whole = globalShape(t, mine);
+  for (int r = 0; r < world; ++r)
+    copyBlock(static_cast<char *>(out),
+              reinterpret_cast<char *>(all.data()) + (size_t)r * t.bytes,
+              whole, t.shape, blockPlace(*session, t, r),
+              loom_dtype_size(t.dtype), /*intoWhole=*/true);
   return nullptr;
+}
+
+loom_status_t loom_session_tensor_whole_shape(const loom_session_t *session,
+                                              size_t index, int32_t *out_rank,
+                                              int64_t *out_shape) {
+  if (!session || !out_rank || !out_shape ||
+      index >= session->tensors.size())
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "no tensor #" + std::to_string(index));
+  const Tensor &t = session->tensors[index];
+  std::vector<int64_t> shape =
+      !t.logicalShape.empty()
+          ? t.logicalShape
+          : globalShape(t, blockPlace(*session, t, loom_session_rank(session)));
+  *out_rank = (int32_t)shape.size();
+  for (size_t d = 0; d < shape.size(); ++d)
+    out_shape[d] = shape[d];
+  return nullptr;
+}
+
+loom_status_t loom_session_set_tensor_whole(loom_session_t *session,
+                                            size_t index, const void *data,
+                                            size_t bytes) {
+  if (!session || index >= session->tensors.size() || (!data && bytes))
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "no tensor #" + std::to_string(index));
+  const Tensor &t = session->tensors[index];
+  BlockPlace place = blockPlace(*session, t, loom_session_rank(session));
+  size_t blocks = blockCount(place);
+  if (blocks == 1)
+    return loom_session_set_tensor(session, index, data, bytes);
+  if (bytes != t.bytes * blocks)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "\"" + t.name + "\" holds " +
+                          std::to_string(t.bytes * blocks) +
+                          " bytes whole, got " + std::to_string(bytes));
+  std::vector<char> block(t.bytes);
+  copyBlock(const_cast<char *>(static_cast<const char *>(data)), block.data(),
+            globalShape(t, place), t.shape, place, loom_dtype_size(t.dtype),
+            /*intoWhole=*/false);
+  return loom_session_set_tensor(session, index, block.data(), block.size());
 }
 
 loom_status_t loom_session_tensor_shard(const loom_session_t *session,
@@ -502,22 +678,9 @@ loom_status_t loom_session_tensor_shard(const loom_session_t *session,
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "tensor \"" + t.name + "\" has no dimension " +
                           std::to_string(dim));
-  *out_index = 0;
-  *out_count = 1;
-  if (t.sharding.empty())
-    return nullptr;
-  // The rank's coordinate on every mesh axis (row-major, last axis fastest),
-  // then the block index over the dimension's axes, major first.
-  int64_t rank = loom_session_rank(session);
-  std::vector<int64_t> coords(session->mesh.size());
-  for (size_t a = session->mesh.size(); a-- > 0;) {
-    coords[a] = rank % session->mesh[a].second;
-    rank /= session->mesh[a].second;
-  }
-  for (size_t axis : t.sharding[dim]) {
-    *out_index = *out_index * session->mesh[axis].second + coords[axis];
-    *out_count *= session->mesh[axis].second;
-  }
+  BlockPlace place = blockPlace(*session, t, loom_session_rank(session));
+  *out_index = place.index[dim];
+  *out_count = place.count[dim];
   return nullptr;
 }
 

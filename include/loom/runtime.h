@@ -140,20 +140,39 @@ LOOM_API loom_status_t loom_session_create(const char *bundle_path,
  *  the number of ranks (1 if none). */
 LOOM_API int loom_session_rank(const loom_session_t *session);
 LOOM_API int loom_session_world_size(const loom_session_t *session);
-/** Where this rank's block of tensor `index` lies along dimension `dim` of
- *  the whole (logical) tensor, for bundles compiled with `loomc --mesh`:
- *  block *out_index of *out_count equal blocks (0 of 1 when the dimension is
- *  not split). tensor_info's shape is the block's. */
-/** Copies the whole (logical) tensor `index` into `out` (`bytes` long): for
- *  a tensor split over the run's ranks (ZeRO), a collective that every rank
+/** The number of devices of the mesh the bundle was partitioned for
+ *  (`loomc --mesh`), 1 for a bundle compiled for one device. */
+LOOM_API int64_t loom_session_mesh_devices(const loom_session_t *session);
+/** Copies the whole tensor `index` into `out` (`bytes` long, the size of
+ *  the whole shape): for a tensor split over the run's ranks (data, tensor
+ *  or ZeRO parallelism, along any dimensions), a collective that every rank
  *  must call at the same point; otherwise a copy. Checkpoints use it. */
 LOOM_API loom_status_t loom_session_tensor_gather(loom_session_t *session,
                                                   size_t index, void *out,
                                                   size_t bytes);
+/** Where this rank's block of tensor `index` lies along dimension `dim` of
+ *  the whole tensor, for bundles compiled with `loomc --mesh`: block
+ *  *out_index of *out_count equal blocks (0 of 1 when the dimension is not
+ *  split). tensor_info's shape is the block's. */
 LOOM_API loom_status_t loom_session_tensor_shard(const loom_session_t *session,
                                                  size_t index, int32_t dim,
                                                  int64_t *out_index,
                                                  int64_t *out_count);
+/** The whole shape of tensor `index` as the model names it (its ONNX
+ *  initializer's shape for a parameter, and so the shape checkpoints hold),
+ *  however the bundle splits or views it: `out_shape` receives *out_rank
+ *  entries (at most LOOM_MAX_RANK). Its size is the `bytes` that
+ *  loom_session_tensor_gather and loom_session_set_tensor_whole take. */
+LOOM_API loom_status_t
+loom_session_tensor_whole_shape(const loom_session_t *session, size_t index,
+                                int32_t *out_rank, int64_t *out_shape);
+/** Sets input, parameter or state `index` from its whole value (`bytes` of
+ *  dense row-major data of its whole shape): a split tensor takes this
+ *  rank's block, which needs no communication. The caller keeps `data`. */
+LOOM_API loom_status_t loom_session_set_tensor_whole(loom_session_t *session,
+                                                     size_t index,
+                                                     const void *data,
+                                                     size_t bytes);
 /** Frees the session and every buffer it owns; NULL is allowed. */
 LOOM_API void loom_session_destroy(loom_session_t *session);
 

@@ -17,11 +17,66 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 using namespace mlir::loom;
+
+std::string mlir::loom::readShardFile(StringRef path,
+                                      std::vector<std::string> &specs) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return ("cannot read --shard-file \"" + path + "\": " +
+            buffer.getError().message())
+        .str();
+  llvm::Expected<llvm::json::Value> json =
+      llvm::json::parse((*buffer)->getBuffer());
+  if (!json)
+    return (path + ": not valid JSON: " + llvm::toString(json.takeError()))
+        .str();
+  const llvm::json::Array *entries = json->getAsArray();
+  if (!entries)
+    return (path + ": expected an array of {\"name\": GLOB, \"sharding\": "
+                   "SPEC}")
+        .str();
+  for (auto [i, entry] : llvm::enumerate(*entries)) {
+    std::string where = (path + ": entry " + Twine(i)).str();
+    const llvm::json::Object *object = entry.getAsObject();
+    std::optional<StringRef> name =
+        object ? object->getString("name") : std::nullopt;
+    const llvm::json::Value *sharding = object ? object->get("sharding") : nullptr;
+    if (!name || !sharding)
+      return where + ": expected {\"name\": GLOB, \"sharding\": SPEC}";
+    std::string spec;
+    if (std::optional<StringRef> text = sharding->getAsString()) {
+      spec = text->str();
+    } else if (const llvm::json::Array *dims = sharding->getAsArray()) {
+      spec = "[";
+      for (auto [d, dim] : llvm::enumerate(*dims)) {
+        const llvm::json::Array *axes = dim.getAsArray();
+        if (!axes)
+          return where + ": each dimension's sharding must be an array of "
+                         "mesh axis names";
+        spec += d ? ", {" : "{";
+        for (auto [a, axis] : llvm::enumerate(*axes)) {
+          std::optional<StringRef> axisName = axis.getAsString();
+          if (!axisName)
+            return where + ": mesh axis names must be strings";
+          spec += (a ? ", " : "") + axisName->str();
+        }
+        spec += "}";
+      }
+      spec += "]";
+    } else {
+      return where + ": \"sharding\" must be a string like \"[{tp}, {}]\" "
+                     "or an array like [[\"tp\"], []]";
+    }
+    specs.push_back(name->str() + "=" + spec);
+  }
+  return "";
+}
 
 OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
                                             const CompilerOptions &options) {
@@ -78,6 +133,24 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
   if (!module)
     return failure();
 
+  // Tensor parallelism splits fused projections by heads: each part gets a
+  // product of its own (over a view of the weight) before the training
+  // step is built from the forward function.
+  if (options.tpPlan == "auto") {
+    PassManager pm(module.get()->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    // Transposes fold into the products first, so linear layers read
+    // their weights directly.
+    if (options.optLevel > 0) {
+      pm.addPass(createCanonicalizerPass());
+      pm.addPass(createCSEPass());
+    }
+    pm.addPass(createLoomSplitFusedProjectionsPass());
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+
   if (options.train) {
     const TrainOptions &t = *options.train;
     LoomBuildTrainStepPassOptions pass;
@@ -114,13 +187,20 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     shard.meshShape = options.mesh;
     shard.dataAxis = options.dataAxis;
     shard.zero = options.zero;
+    shard.shard.assign(options.shard.begin(), options.shard.end());
+    shard.tpPlan = options.tpPlan;
+    shard.tpAxis = options.tpAxis;
     pm.addPass(createLoomShardInputsPass(shard));
     pm.addPass(createLoomPropagateShardingPass());
     LoomPartitionPassOptions partition;
     partition.reduceScatter = options.zero != 1;
     pm.addPass(createLoomPartitionPass(partition));
-    if (options.report)
-      pm.addPass(createLoomMemoryReportPass());
+    if (options.report) {
+      LoomMemoryReportPassOptions report;
+      report.parameters = true;
+      report.collectives = true;
+      pm.addPass(createLoomMemoryReportPass(report));
+    }
     LoomBucketAllReducesPassOptions buckets;
     buckets.bucketBytes = options.bucketBytes;
     buckets.overlap = options.overlap;
@@ -128,6 +208,17 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       pm.addPass(createLoomBucketAllReducesPass(buckets));
     if (failed(pm.run(*module)))
       return failure();
+    if (!options.reportSvg.empty()) {
+      StringRef entry = "train_step";
+      if (!module->lookupSymbol(entry))
+        for (auto func : module->getOps<func::FuncOp>())
+          if (func.isPublic() && !func.isExternal()) {
+            entry = func.getSymName();
+            break;
+          }
+      if (failed(writeShardingSvg(*module, entry, options.reportSvg)))
+        return failure();
+    }
   }
 
   // Entry-point signatures (names, parameter values) are read from the loom

@@ -124,6 +124,10 @@ makeArgument(Type type, DictionaryAttr attrs, EntryArgument::Kind kind,
   }
   if (auto updates = attrs ? attrs.getAs<StringAttr>("loom.update") : nullptr)
     arg.updates = updates.str();
+  if (auto logical =
+          attrs ? attrs.getAs<DenseI64ArrayAttr>("loom.logical_shape") : nullptr)
+    arg.logicalShape.assign(logical.asArrayRef().begin(),
+                            logical.asArrayRef().end());
   if (auto sharding = attrs ? attrs.getAs<ShardingAttr>("loom.sharding")
                             : nullptr) {
     bool split = false;
@@ -209,6 +213,16 @@ mlir::loom::collectEntrySignatures(ModuleOp module) {
           getElementTypeOrSelf(type).isSignlessInteger())
         indexRange(func.getArgument(i), *arg);
       entry.arguments.push_back(std::move(*arg));
+    }
+    // Optimizer state has its parameter's shape: its logical shape too.
+    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
+      auto of = func.getArgAttrOfType<StringAttr>(i, "loom.state_of");
+      if (!of)
+        continue;
+      for (unsigned j = 0; j < func.getNumArguments(); ++j)
+        if (func.getArgAttrOfType<StringAttr>(j, "loom.param") == of &&
+            func.getArgumentTypes()[j] == type)
+          entry.arguments[i].logicalShape = entry.arguments[j].logicalShape;
     }
     for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
       FailureOr<EntryArgument> arg =
@@ -443,6 +457,8 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
         obj["init"] = "zeros";
       if (!arg.updates.empty())
         obj["updates"] = arg.updates;
+      if (!arg.logicalShape.empty())
+        obj["logical_shape"] = llvm::json::Array(arg.logicalShape);
       if (!arg.sharding.empty()) {
         llvm::json::Array dims;
         for (const std::vector<std::string> &axes : arg.sharding)

@@ -15,8 +15,9 @@
 // scatter_dim, reduction, group)`), local_block and all_reduce_start; wait
 // becomes `loom_rt_wait_f32(buffer)`.
 //
-// `group` names the mesh axes the collective spans (a mask in the high 32
-// bits) and the number of devices (the low ones); the runtime runs a
+// `group` names the mesh axes the collective spans (their indices in the high
+// 32 bits, in the order listed) and the number of devices (the low ones); the
+// runtime runs a
 // collective over part of the mesh on a communicator split off the run's for
 // this rank's group.
 //
@@ -42,9 +43,11 @@ using namespace mlir::bufferization;
 namespace {
 
 /// The group a collective runs over, as the runtime reads it: the axes of
-/// `mesh` it spans as a mask (bit i: axis i) in the high 32 bits, the number
-/// of devices in the low ones. The axes must be listed in the mesh's order,
-/// which is the order the runtime numbers a group's ranks in.
+/// `mesh` it spans in the high 32 bits, in the order listed (major first),
+/// one 4-bit nibble each holding the axis's index plus 1, lowest nibble
+/// first; the number of devices in the low 32 bits. The runtime numbers a
+/// group's ranks by their coordinates on those axes in that order, which is
+/// how a dimension split over [tp, dp] numbers its blocks.
 FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
                              ArrayAttr axes) {
   auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
@@ -52,21 +55,24 @@ FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
   if (!mesh)
     return op->emitOpError("names no mesh @") << meshName;
   MeshAttr shape = mesh.getMesh();
-  int64_t size = 1, mask = 0, last = -1;
-  for (Attribute axis : axes) {
+  if (axes.size() > 8)
+    return op->emitOpError("spans ") << axes.size()
+                                     << " mesh axes; the runtime takes up to 8";
+  int64_t size = 1, code = 0;
+  for (auto [k, axis] : llvm::enumerate(axes)) {
     auto name = cast<StringAttr>(axis);
     auto it = llvm::find(shape.getAxisNames(), name);
     if (it == shape.getAxisNames().end())
       return op->emitOpError("names no axis \"")
              << name.getValue() << "\" of mesh @" << meshName;
     int64_t index = it - shape.getAxisNames().begin();
-    if (index <= last)
-      return op->emitOpError("must list its mesh axes in the mesh's order");
-    last = index;
-    mask |= int64_t(1) << index;
+    if (index >= 15)
+      return op->emitOpError("names mesh axis #")
+             << index << "; the runtime takes the first 15";
+    code |= (index + 1) << (4 * k);
     size *= shape.getAxisSizes()[index];
   }
-  return (mask << 32) | size;
+  return (code << 32) | size;
 }
 
 /// The runtime function a collective calls and its i64 arguments after the

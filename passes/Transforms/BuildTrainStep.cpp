@@ -248,11 +248,17 @@ struct LoomBuildTrainStepPass
     return standIn;
   }
 
-  /// Appends a zero-initialized state argument of `type`, named `name`.
-  Value addState(func::FuncOp func, Type type, StringRef name) {
+  /// Appends a zero-initialized state argument of `type`, named `name`;
+  /// `of` names the parameter it belongs to (a moment, a momentum buffer,
+  /// a gradient accumulator), whose sharding it takes.
+  Value addState(func::FuncOp func, Type type, StringRef name,
+                 StringRef of = {}) {
     OpBuilder b(func);
-    auto attrs = b.getDictionaryAttr(
-        b.getNamedAttr("loom.state", b.getStringAttr(name)));
+    SmallVector<NamedAttribute> named = {
+        b.getNamedAttr("loom.state", b.getStringAttr(name))};
+    if (!of.empty())
+      named.push_back(b.getNamedAttr("loom.state_of", b.getStringAttr(of)));
+    auto attrs = b.getDictionaryAttr(named);
     unsigned index = func.getNumArguments();
     (void)func.insertArgument(index, type, attrs, func.getLoc());
     return func.getArgument(index);
@@ -423,7 +429,7 @@ struct LoomBuildTrainStepPass
       apply = EqualOp::create(b, loc, microNext, i64Scalar(accumulate));
       for (unsigned i : trainable) {
         Value acc = addState(train, params[i].getType(),
-                             names[i] + ".grad_accumulator");
+                             names[i] + ".grad_accumulator", names[i]);
         b.setInsertionPoint(ret);
         Value sum = AddOp::create(b, loc, acc, (*grads)[i]);
         accumulators.push_back(acc);
@@ -476,7 +482,8 @@ struct LoomBuildTrainStepPass
           g = addv(g, mul(p, c(s.constant(weightDecay))));
         Value direction = g;
         if (momentum > 0) {
-          Value buf = addState(train, p.getType(), name.str() + ".momentum");
+          Value buf =
+              addState(train, p.getType(), name.str() + ".momentum", name);
           b.setInsertionPoint(ret);
           Value next = addv(mul(buf, c(s.constant(momentum))), g);
           stateResults.push_back(next);
@@ -488,8 +495,9 @@ struct LoomBuildTrainStepPass
         }
         updated = SubOp::create(b, loc, p, mul(direction, lrP));
       } else {
-        Value m = addState(train, p.getType(), name.str() + ".exp_avg");
-        Value v = addState(train, p.getType(), name.str() + ".exp_avg_sq");
+        Value m = addState(train, p.getType(), name.str() + ".exp_avg", name);
+        Value v =
+            addState(train, p.getType(), name.str() + ".exp_avg_sq", name);
         b.setInsertionPoint(ret);
         if (optimizer == "adamw" && weightDecay != 0)
           p = mul(p, c(s.sub(s.constant(1.0), s.mul(rate, weightDecay))));

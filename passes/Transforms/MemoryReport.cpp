@@ -14,6 +14,7 @@
 #include "passes/Transforms/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -106,7 +107,86 @@ struct LoomMemoryReportPass
     line("optimizer state", state);
     line("peak activations", peak);
     line("total", params + grads + state + peak);
+    if (parameters)
+      printParameters(func, os);
+    if (collectives)
+      printCollectives(func, os);
     os.flush();
+  }
+
+  void printParameters(func::FuncOp func, llvm::raw_ostream &os) {
+    os << "parameters (sharding, whole shape, bytes on this rank):\n";
+    MeshAttr mesh;
+    for (auto meshOp : getOperation().getOps<MeshOp>())
+      mesh = meshOp.getMesh();
+    for (BlockArgument arg : func.getArguments()) {
+      unsigned i = arg.getArgNumber();
+      auto name = func.getArgAttrOfType<StringAttr>(i, "loom.param");
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!name || !type)
+        continue;
+      auto attr = func.getArgAttrOfType<ShardingAttr>(i, sharding::kShardingAttr);
+      sharding::DimAxes axes =
+          attr ? sharding::dimAxesOf(attr) : sharding::replicated(type);
+      std::string split = "[";
+      SmallVector<int64_t> whole(type.getShape());
+      for (auto [d, dim] : llvm::enumerate(axes)) {
+        split += (d ? ", " : "") + sharding::axesText(dim);
+        if (mesh)
+          whole[d] *= sharding::groupSize(mesh, dim);
+      }
+      split += "]";
+      if (auto logical =
+              func.getArgAttrOfType<DenseI64ArrayAttr>(i, "loom.logical_shape"))
+        whole.assign(logical.asArrayRef().begin(), logical.asArrayRef().end());
+      std::string shape;
+      for (auto [d, size] : llvm::enumerate(whole))
+        shape += (d ? "x" : "") + std::to_string(size);
+      os << llvm::format("  %-36s %-14s %-12s %10lld", name.str().c_str(),
+                         split.c_str(), shape.c_str(),
+                         static_cast<long long>(detail::tensorBytes(type)));
+      if (auto plan = func.getArgAttrOfType<StringAttr>(i, "loom.tp_plan"))
+        os << "  " << plan.getValue();
+      os << "\n";
+    }
+  }
+
+  void printCollectives(func::FuncOp func, llvm::raw_ostream &os) {
+    // (kind, axes, bytes each) -> count, in order of first appearance.
+    SmallVector<std::pair<std::string, int64_t>> keys;
+    llvm::StringMap<int64_t> counts;
+    auto note = [&](StringRef kind, ArrayAttr axes, int64_t bytes) {
+      std::string key = kind.str() + " {";
+      for (auto [i, axis] : llvm::enumerate(axes))
+        key += (i ? ", " : "") + cast<StringAttr>(axis).getValue().str();
+      key += "}";
+      std::string full = key + "|" + std::to_string(bytes);
+      if (counts[full]++ == 0)
+        keys.push_back({key, bytes});
+    };
+    func.walk([&](Operation *op) {
+      if (auto c = dyn_cast<AllReduceOp>(op))
+        note("all_reduce", c.getMeshAxes(), detail::tensorBytes(c.getType()));
+      else if (auto c = dyn_cast<AllReduceStartOp>(op))
+        note("all_reduce", c.getMeshAxes(),
+             detail::tensorBytes(c.getInput().getType()));
+      else if (auto c = dyn_cast<AllGatherOp>(op))
+        note("all_gather", c.getMeshAxes(), detail::tensorBytes(c.getType()));
+      else if (auto c = dyn_cast<ReduceScatterOp>(op))
+        note("reduce_scatter", c.getMeshAxes(),
+             detail::tensorBytes(c.getInput().getType()));
+    });
+    os << "collectives per call (kind, mesh axes: count x bytes each):\n";
+    int64_t total = 0;
+    for (auto &[key, bytes] : keys) {
+      int64_t count = counts[key + "|" + std::to_string(bytes)];
+      os << llvm::format("  %-28s %5lld x %12lld bytes\n", key.c_str(),
+                         static_cast<long long>(count),
+                         static_cast<long long>(bytes));
+      total += count * bytes;
+    }
+    os << llvm::format("  %-28s %21lld bytes\n", "total",
+                       static_cast<long long>(total));
   }
 };
 

@@ -72,8 +72,14 @@ public:
       if (auto type = dyn_cast<RankedTensorType>(arg.getType()))
         arg.setType(localType(type, axes, mesh));
       have[arg] = {axes, {}, ReductionKind::Sum};
-      if (func.getArgAttr(arg.getArgNumber(), "loom.gather_for_use"))
+      if (Attribute use =
+              func.getArgAttr(arg.getArgNumber(), "loom.gather_for_use")) {
         gatherForUse.insert(arg);
+        // The split it is used with: whole, or the one the attribute names.
+        useSplit[arg] = isa<ShardingAttr>(use)
+                            ? dimAxesOf(cast<ShardingAttr>(use))
+                            : replicated(arg.getType());
+      }
       if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                         "loom.param"))
         argAxes[name] = axes;
@@ -101,6 +107,26 @@ private:
                                    ReductionKind::Sum};
   }
   DimAxes axesOf(Value value) { return heldOf(value).dims; }
+
+  /// The whole size of a value: operands are local blocks by now, results
+  /// still have their whole types.
+  int64_t bytesOf(Value value) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || !type.hasStaticShape())
+      return 0;
+    int64_t blocks = 1;
+    if (auto it = have.find(value); it != have.end())
+      for (const Axes &axes : it->second.dims)
+        blocks *= groupSize(mesh, axes);
+    return blocks * type.getNumElements() *
+           std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+  }
+
+  /// The split a value stored split but gathered for use is used with.
+  DimAxes useAxes(Value value) {
+    auto it = useSplit.find(value);
+    return it != useSplit.end() ? it->second : replicated(value.getType());
+  }
 
   static std::string keyOf(Value value, const DimAxes &want) {
     std::string key = std::to_string(
@@ -154,13 +180,21 @@ private:
     for (unsigned d = 0; d < cur.size(); ++d) {
       if (cur[d].empty() || cur[d] == want[d])
         continue;
+      // A dimension split over [tp, dp] that is wanted over [tp] gathers
+      // over dp only: the dp blocks of one tp block are its parts in order.
+      Axes keep;
+      if (want[d].size() < cur[d].size() &&
+          ArrayRef<StringAttr>(cur[d]).take_front(want[d].size()) ==
+              ArrayRef<StringAttr>(want[d]))
+        keep = want[d];
+      Axes gathered(cur[d].begin() + keep.size(), cur[d].end());
       auto type = cast<RankedTensorType>(value.getType());
       SmallVector<int64_t> shape(type.getShape());
-      shape[d] *= groupSize(mesh, cur[d]);
+      shape[d] *= groupSize(mesh, gathered);
       value = AllGatherOp::create(b, loc, type.clone(shape), value, meshRef,
-                                  toArrayAttr(context, cur[d]),
+                                  toArrayAttr(context, gathered),
                                   b.getI64IntegerAttr(d));
-      cur[d].clear();
+      cur[d] = keep;
       have[value] = {cur, {}, ReductionKind::Sum};
     }
     for (unsigned d = 0; d < cur.size(); ++d) {
@@ -203,47 +237,76 @@ private:
     return success();
   }
 
+  /// Sums of partial sums are partial sums: an add, subtract or negate of
+  /// values that are all partial over the same axes (and split alike) stays
+  /// partial, so the autodiff's accumulation of several gradient
+  /// contributions costs one all-reduce, not one per contribution.
+  bool keepPartial(Operation *op) {
+    if (!isa<AddOp, SubOp, NegOp>(op) || op->getNumResults() != 1)
+      return false;
+    Held first = heldOf(op->getOperand(0));
+    if (first.partial.empty() || first.kind != ReductionKind::Sum)
+      return false;
+    for (Value operand : op->getOperands()) {
+      Held held = heldOf(operand);
+      if (held.partial != first.partial || held.kind != first.kind ||
+          held.dims != first.dims || operand.getType() != op->getOperand(0).getType())
+        return false;
+    }
+    // No broadcasting: the result's block is the operands' block.
+    auto resultType = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!resultType || resultType.getRank() != (int64_t)first.dims.size() ||
+        localType(resultType, first.dims, mesh) !=
+            op->getOperand(0).getType())
+      return false;
+    OpBuilder b(op);
+    Operation *local = b.clone(*op);
+    local->removeAttr(kShardingAttr);
+    local->getResult(0).setType(op->getOperand(0).getType());
+    have[local->getResult(0)] = first;
+    op->getResult(0).replaceAllUsesWith(local->getResult(0));
+    op->erase();
+    return true;
+  }
+
   LogicalResult partition(Operation *op) {
+    if (keepPartial(op))
+      return success();
     auto found = rules.find(op);
     if (found == rules.end())
       return computeWhole(op);
     const ShardingRule *rule = &found->second;
 
-    // The split of every factor: what the operands hold, then what
-    // propagation chose for the results.
-    SmallVector<Axes> factorAxes(rule->factors.size());
-    auto used = [&](StringAttr axis) {
-      return llvm::any_of(factorAxes, [&](const Axes &a) {
-        return llvm::is_contained(a, axis);
-      });
-    };
-    auto collect = [&](const DimAxes &axes,
-                       const ShardingRule::ValueFactors &factors) {
-      for (auto [d, dimFactors] : llvm::enumerate(factors)) {
-        if (dimFactors.empty() || axes[d].empty())
-          continue;
-        int64_t f = dimFactors.front();
-        if (rule->factors[f].kind == FactorKind::Opaque ||
-            !factorAxes[f].empty() || llvm::any_of(axes[d], used) ||
-            rule->factors[f].size % groupSize(mesh, axes[d]) != 0)
-          continue;
-        factorAxes[f] = axes[d];
-      }
-    };
-    // Operands first: a split the data already has wins over one that
-    // backward propagation suggested for a result. Values stored split but
-    // used whole (ZeRO-3 parameters) suggest nothing.
+    // The split of every factor, by the priority propagation used: what
+    // fixed arguments hold, then the larger values' splits. Values stored
+    // split but used whole (ZeRO-3 parameters) suggest nothing; results
+    // suggest what propagation chose for them.
+    SmallVector<DimAxes> suggested;
+    suggested.reserve(op->getNumOperands() + op->getNumResults());
+    SmallVector<ValueSplit> values;
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-      if (gatherForUse.contains(operand))
-        continue;
-      Held held = heldOf(operand);
-      collect(held.dims, rule->operands[i]);
+      suggested.push_back(gatherForUse.contains(operand)
+                              ? useAxes(operand)
+                              : heldOf(operand).dims);
+      values.push_back({&suggested.back(), &rule->operands[i],
+                        isa<BlockArgument>(operand), /*operand=*/true,
+                        bytesOf(operand)});
     }
     auto resultAttrs = op->getAttrOfType<ArrayAttr>(kShardingAttr);
-    if (resultAttrs && resultAttrs.size() == op->getNumResults())
-      for (auto [r, attr] : llvm::enumerate(resultAttrs))
-        if (auto sharding = dyn_cast<ShardingAttr>(attr))
-          collect(dimAxesOf(sharding), rule->results[r]);
+    for (auto [r, result] : llvm::enumerate(op->getResults())) {
+      ShardingAttr sharding;
+      if (resultAttrs && resultAttrs.size() == op->getNumResults())
+        sharding = dyn_cast<ShardingAttr>(resultAttrs[r]);
+      suggested.push_back(sharding ? dimAxesOf(sharding)
+                                   : replicated(result.getType()));
+      values.push_back({&suggested.back(), &rule->results[r], false,
+                        /*operand=*/false, bytesOf(result)});
+    }
+    FailureOr<SmallVector<Axes>> chosen = chooseFactorSplits(
+        *rule, values, mesh, [](unsigned, unsigned) { return success(); });
+    if (failed(chosen))
+      return failure();
+    SmallVector<Axes> factorAxes = std::move(*chosen);
     // A factor that is not the leading one of a merged dimension cannot be
     // split without interleaving blocks: keep it whole.
     auto minorFactors = [&](ArrayRef<ShardingRule::ValueFactors> values) {
@@ -346,6 +409,7 @@ private:
   DenseMap<Value, Held> have;
   DenseMap<Operation *, ShardingRule> rules;
   DenseSet<Value> gatherForUse;
+  DenseMap<Value, DimAxes> useSplit;
   /// Split of each parameter and state argument, by name.
   DenseMap<StringAttr, DimAxes> argAxes;
   std::map<std::string, Value> resharded;

@@ -126,23 +126,41 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
 }
 
 def LoomShardInputsPass : Pass<"loom-shard-inputs", "::mlir::ModuleOp"> {
-  let summary = "declares the device mesh and splits the data inputs over its data axis";
+  let summary = "declares the device mesh and the shardings of the functions' arguments";
   let description = [{
-    Adds `loom.mesh @mesh` with the axes of `mesh` and gives every data input
-    (`loom.input` argument of a public function) the sharding that splits
-    dimension 0 over `data-axis`. Parameters and optimizer state stay
-    replicated. This is what `loomc --mesh dp=N` starts data parallelism with.
+    Adds `loom.mesh @mesh` with the axes of `mesh` and gives the arguments
+    of the public functions their shardings, in this order of precedence:
 
-    Input (`--loom-shard-inputs="mesh=dp=2"`):
+    1. the user's (`shard`, one `NAME_GLOB=SPEC` each, `loomc --shard`):
+       parameters (`loom.param`) and inputs (`loom.input`) whose name
+       matches the glob take the per-dimension mesh axes of SPEC, e.g.
+       `h.*.mlp.fc1.weight=[{tp}, {} ]`; the first matching pattern wins, and
+       a pattern that matches nothing is an error;
+    2. with `tp-plan=auto`, Megatron-LM's tensor-parallel layouts over
+       `tp-axis` for the other parameters: column-parallel then row-parallel
+       linear layers, attention split by heads, the biases of split features
+       (every parameter argument gets `loom.tp_plan`, saying how it is split
+       or why it stays replicated);
+    3. every other data input split along dimension 0 over `data-axis` (when
+       the mesh has that axis; with `tp=4` alone, inputs are replicated);
+    4. optimizer state (`loom.state_of` a parameter) takes its parameter's
+       sharding; with `zero` >= 1 the data axis is added to its dimension 0
+       (after the parameter's own axes there), and with `zero` = 3 to the
+       parameters', which are then gathered to the split they are used with
+       at each use (`loom.gather_for_use`).
+
+    A split that the mesh does not divide is an error naming the tensor.
+
+    Input (`--loom-shard-inputs="mesh=dp=2,tp=2 shard=w=[{},{tp} ]"`):
     ```mlir
     func.func @train_step(%x: tensor<8x4xf32> {loom.input = "x"}, %w: tensor<4x2xf32> {loom.param = "w"}) ...
     ```
     Output:
     ```mlir
-    loom.mesh @mesh = <dp = 2>
-    func.func @train_step(%x: tensor<8x4xf32> {loom.input = "x", loom.sharding = #loom.sharding<@mesh, [{dp}, {} ]>}, %w: ...) ...
+    loom.mesh @mesh = <dp = 2, tp = 2>
+    func.func @train_step(%x: tensor<8x4xf32> {loom.input = "x", loom.sharding = #loom.sharding<@mesh, [{dp}, {} ]>},
+                          %w: tensor<4x2xf32> {loom.param = "w", loom.sharding = #loom.sharding<@mesh, [{}, {tp} ]>}) ...
     ```
-    A batch that the axis does not divide is an error naming the input.
   }];
   let options = [
     Option<"meshShape", "mesh", "std::string", "\"dp=1\"",
@@ -153,7 +171,46 @@ def LoomShardInputsPass : Pass<"loom-shard-inputs", "::mlir::ModuleOp"> {
            "ZeRO stage: 1 splits optimizer state over the data axis, 3 also "
            "parameters (gathered at each use); 2 is 1 plus loom-partition's "
            "reduce-scatter">,
+    ListOption<"shard", "shard", "std::string",
+               "NAME_GLOB=SPEC shardings of parameters and inputs, e.g. "
+               "h.*.fc1.weight=[{tp},{}]">,
+    Option<"tpPlan", "tp-plan", "std::string", "\"none\"",
+           "none, or auto: Megatron's tensor-parallel layouts for the "
+           "parameters --shard leaves">,
+    Option<"tpAxis", "tp-axis", "std::string", "\"tp\"",
+           "the mesh axis tensor parallelism splits over">,
   ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomSplitFusedProjectionsPass
+    : Pass<"loom-split-fused-projections", "::mlir::ModuleOp"> {
+  let summary = "computes a fused projection (QKV) as one product per part, over a view of its weight";
+  let description = [{
+    A linear layer whose output is split into equal parts along its features
+    (a transformer's fused query/key/value projection, `qkv(x).split(C)`)
+    cannot be split by tensor parallelism as it is: each part must be split
+    by heads, and the parts are interleaved in the weight's rows. This pass
+    views the weight `[k*C, K]` as `[k, C, K]` (and a bias `[k*C]` as
+    `[k, C]`; the same row-major data, so the parameter keeps its values,
+    and `loom.logical_shape` keeps its ONNX shape for checkpoints) and
+    computes each part with its own product over a slice of the view:
+
+    ```mlir
+    %y = loom.matmul %x, %w {transpose_rhs} : (tensor<4x32xf32>, tensor<96x32xf32>) -> tensor<4x96xf32>
+    %z = loom.add %b, %y : (tensor<96xf32>, tensor<4x96xf32>) -> tensor<4x96xf32>
+    %q, %k, %v = loom.split %z {axis = 1, sizes = [32, 32, 32]}
+    ```
+    becomes, with `%w : tensor<3x32x32xf32>` and `%b : tensor<3x32xf32>`,
+    for each part i:
+    ```mlir
+    %wi = loom.reshape (loom.slice %w [i:i+1, :, :]) : tensor<32x32xf32>
+    %bi = loom.reshape (loom.slice %b [i:i+1, :]) : tensor<32xf32>
+    %qi = loom.add %bi, (loom.matmul %x, %wi {transpose_rhs})
+    ```
+    Only weights and biases used by nothing else are rewritten.
+    `loomc --tp-plan=auto` runs it before building the training step.
+  }];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
@@ -277,10 +334,22 @@ def LoomMemoryReportPass : Pass<"loom-memory-report", "::mlir::ModuleOp"> {
     paper's 16Ψ bytes unsharded: 4Ψ + 4Ψ + 8Ψ/N with ZeRO-1,
     4Ψ + (4Ψ + 8Ψ)/N with ZeRO-2 and 16Ψ/N with ZeRO-3 (plus the 8-byte step
     counter, and tensors whose dimension 0 the axis does not divide).
+
+    With `parameters`, it also lists every parameter: its sharding, whole
+    shape, bytes on this rank and, after `--tp-plan=auto`, how the plan
+    split it or why it stayed replicated (`loom.tp_plan`). With
+    `collectives`, it counts the collectives of one call by kind, mesh axes
+    and size, with the bytes each moves (an all-reduce and a reduce-scatter
+    the bytes of their input, an all-gather of its result), before
+    gradient all-reduces are bucketed.
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"train_step\"",
            "the function to report on">,
+    Option<"parameters", "parameters", "bool", "false",
+           "also list every parameter's sharding and bytes">,
+    Option<"collectives", "collectives", "bool", "false",
+           "also count the collectives of one call and their bytes">,
   ];
 }
 

@@ -58,17 +58,25 @@ void splitMeanLoss(LossOp op) {
 
 class Propagator {
 public:
-  Propagator(func::FuncOp func, FlatSymbolRefAttr meshRef, MeshAttr mesh)
-      : func(func), meshRef(meshRef), mesh(mesh) {}
+  Propagator(func::FuncOp func, FlatSymbolRefAttr meshRef, MeshAttr mesh,
+             const DenseSet<Value> &openArgs)
+      : func(func), meshRef(meshRef), mesh(mesh), openArgs(openArgs) {}
 
   LogicalResult run() {
     for (BlockArgument arg : func.getArguments()) {
       auto attr = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
                                                       kShardingAttr);
-      // Parameters stored split but used whole (ZeRO-3) split nothing.
-      bool whole =
-          func.getArgAttr(arg.getArgNumber(), "loom.gather_for_use") != nullptr;
-      axesOf[arg] = attr && !whole ? dimAxesOf(attr) : replicated(arg.getType());
+      // Parameters stored split but gathered for use (ZeRO-3) propagate
+      // the split they are used with: whole, or the one their
+      // `loom.gather_for_use` names.
+      Attribute use =
+          func.getArgAttr(arg.getArgNumber(), "loom.gather_for_use");
+      if (auto useSharding = dyn_cast_or_null<ShardingAttr>(use))
+        axesOf[arg] = dimAxesOf(useSharding);
+      else if (attr && !use)
+        axesOf[arg] = dimAxesOf(attr);
+      else
+        axesOf[arg] = replicated(arg.getType());
     }
     SmallVector<Operation *> ops;
     func.walk([&](Operation *op) {
@@ -95,26 +103,43 @@ public:
         if (failed(visit(op, changed)))
           return failure();
     }
+    return success();
+  }
+
+  /// Records the shardings on the ops (`loom.sharding`, one per result).
+  void annotate() {
     MLIRContext *context = func.getContext();
-    for (Operation *op : ops) {
-      if (op->getNumResults() == 0 ||
+    func.walk([&](Operation *op) {
+      if (op == func || op->getNumResults() == 0 ||
           llvm::all_of(op->getResults(),
                        [&](Value v) { return isReplicated(axesOf[v]); }))
-        continue;
+        return;
       SmallVector<Attribute> attrs;
       for (Value result : op->getResults())
         attrs.push_back(toAttr(context, meshRef, axesOf[result]));
       op->setAttr(kShardingAttr, ArrayAttr::get(context, attrs));
-    }
-    return success();
+    });
   }
+
+  const DenseMap<Value, DimAxes> &shardings() const { return axesOf; }
 
 private:
   /// Values whose sharding propagation may choose: results of ops with a
-  /// rule (block arguments are fixed, ops without a rule compute whole).
+  /// rule and open arguments (block arguments are otherwise fixed, ops
+  /// without a rule compute whole).
   bool isOpen(Value value) {
+    if (isa<BlockArgument>(value))
+      return openArgs.contains(value);
     Operation *def = value.getDefiningOp();
     return def && rules.contains(def);
+  }
+
+  static int64_t bytesOf(Value value) {
+    auto type = dyn_cast<RankedTensorType>(value.getType());
+    if (!type || !type.hasStaticShape())
+      return 0;
+    return type.getNumElements() *
+           std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
   }
 
   LogicalResult visit(Operation *op, bool &changed) {
@@ -122,46 +147,45 @@ private:
     if (found == rules.end())
       return success();
     const ShardingRule *rule = &found->second;
-    SmallVector<Axes> factorAxes(rule->factors.size());
-    auto used = [&](StringAttr axis) {
-      return llvm::any_of(factorAxes,
-                          [&](const Axes &a) { return llvm::is_contained(a, axis); });
-    };
     // Which factors are split, from what the operands and results hold.
-    auto collect = [&](Value value, const ShardingRule::ValueFactors &factors,
-                       StringRef role, unsigned index) -> LogicalResult {
-      const DimAxes &axes = axesOf[value];
-      for (auto [d, dimFactors] : llvm::enumerate(factors)) {
-        if (dimFactors.empty() || axes[d].empty())
-          continue;
-        int64_t f = dimFactors.front();
-        if (rule->factors[f].kind == FactorKind::Opaque ||
-            !factorAxes[f].empty() || llvm::any_of(axes[d], used))
-          continue;
-        int64_t size = groupSize(mesh, axes[d]);
-        if (rule->factors[f].size % size != 0) {
-          int64_t dimSize = cast<RankedTensorType>(value.getType()).getDimSize(d);
+    SmallVector<ValueSplit> values;
+    SmallVector<std::pair<StringRef, unsigned>> roles;
+    for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+      values.push_back({&axesOf[operand], &rule->operands[i],
+                        isa<BlockArgument>(operand) && !isOpen(operand),
+                        /*operand=*/true, bytesOf(operand)});
+      roles.push_back({"operand", (unsigned)i});
+    }
+    for (auto [r, result] : llvm::enumerate(op->getResults())) {
+      values.push_back({&axesOf[result], &rule->results[r], false,
+                        /*operand=*/false, bytesOf(result)});
+      roles.push_back({"result", (unsigned)r});
+    }
+    FailureOr<SmallVector<Axes>> chosen = chooseFactorSplits(
+        *rule, values, mesh, [&](unsigned v, unsigned d) -> LogicalResult {
+          Value value = v < op->getNumOperands()
+                            ? op->getOperand(v)
+                            : op->getResult(v - op->getNumOperands());
+          const Axes &axes = axesOf[value][d];
+          const auto &dimFactors = (*values[v].factors)[d];
+          int64_t f = dimFactors.front();
+          int64_t size = groupSize(mesh, axes);
+          int64_t dimSize =
+              cast<RankedTensorType>(value.getType()).getDimSize(d);
           InFlightDiagnostic diag = op->emitError()
-                                    << "mesh axis " << axesText(axes[d])
+                                    << "mesh axis " << axesText(axes)
                                     << " of size " << size
                                     << " does not divide ";
           if (dimFactors.size() > 1)
             diag << "the leading part (size " << rule->factors[f].size
                  << ") of ";
-          diag << "dimension " << d << " (size " << dimSize << ") of " << role
-               << " #" << index;
+          diag << "dimension " << d << " (size " << dimSize << ") of "
+               << roles[v].first << " #" << roles[v].second;
           return diag;
-        }
-        factorAxes[f] = axes[d];
-      }
-      return success();
-    };
-    for (auto [i, operand] : llvm::enumerate(op->getOperands()))
-      if (failed(collect(operand, rule->operands[i], "operand", i)))
-        return failure();
-    for (auto [r, result] : llvm::enumerate(op->getResults()))
-      if (failed(collect(result, rule->results[r], "result", r)))
-        return failure();
+        });
+    if (failed(chosen))
+      return failure();
+    const SmallVector<Axes> &factorAxes = *chosen;
 
     // Splits the undecided dimensions of open values alike.
     auto assign = [&](Value value, const ShardingRule::ValueFactors &factors) {
@@ -195,9 +219,26 @@ private:
   func::FuncOp func;
   FlatSymbolRefAttr meshRef;
   MeshAttr mesh;
+  const DenseSet<Value> &openArgs;
   DenseMap<Value, DimAxes> axesOf;
   DenseMap<Operation *, ShardingRule> rules;
 };
+
+} // namespace
+
+FailureOr<DenseMap<Value, DimAxes>>
+sharding::propagateShardings(func::FuncOp func, FlatSymbolRefAttr meshRef,
+                   MeshAttr mesh, const DenseSet<Value> &openArgs,
+                   bool annotate) {
+  Propagator propagator(func, meshRef, mesh, openArgs);
+  if (failed(propagator.run()))
+    return failure();
+  if (annotate)
+    propagator.annotate();
+  return propagator.shardings();
+}
+
+namespace {
 
 struct LoomPropagateShardingPass
     : impl::LoomPropagateShardingPassBase<LoomPropagateShardingPass> {
@@ -216,11 +257,13 @@ struct LoomPropagateShardingPass
         else if (auto loss = dyn_cast<NllLossOp>(op))
           splitMeanLoss(loss);
       });
-      if (failed(Propagator(func, first.getMesh(), meshOp.getMesh()).run()))
+      if (failed(propagateShardings(func, first.getMesh(), meshOp.getMesh(),
+                                    /*openArgs=*/{}, /*annotate=*/true)))
         return signalPassFailure();
     }
   }
 };
 
 } // namespace
+
 } // namespace mlir::loom

@@ -1,31 +1,45 @@
-//===- ShardInputs.cpp - declare the mesh and split the batch -------------===//
+//===- ShardInputs.cpp - declare the mesh and the arguments' shardings ----===//
 //
-// The start of data parallelism: declares the device mesh (`loom.mesh @mesh`)
-// and splits dimension 0 of every data input (`loom.input` arguments) of the
-// public functions over the data axis. Parameters and optimizer state stay
-// replicated, unless ZeRO shards them (`zero`):
+// The start of every parallel layout: declares the device mesh
+// (`loom.mesh @mesh`) and gives the arguments of the public functions their
+// shardings, from which `loom-propagate-sharding` and `loom-partition` make
+// the rest. In order of precedence:
 //
-// * stage 1 and up split optimizer state (`loom.state`) along dimension 0,
-//   so each device updates its block of every parameter;
-// * stage 2 also keeps only that block of each gradient (a partitioning
-//   option: partial sums meet the split state in a reduce_scatter);
-// * stage 3 also stores parameters split (`loom.gather_for_use`: gathered
-//   whole at each use, so the whole copy lives only while it is used).
+// * the user's shardings (`shard`: `NAME_GLOB=[{...}, ...]` for parameters
+//   and inputs, as `loomc --shard` and `--shard-file` give them; the first
+//   pattern that matches a name wins);
+// * the tensor-parallel plan (`tp-plan=auto`: Megatron's layouts found in
+//   the model, see TensorParallel.h) for the parameters the user left;
+// * data inputs split along dimension 0 over the data axis (when the mesh
+//   has one);
+// * optimizer state (`loom.state_of`) takes its parameter's sharding, and
+//   ZeRO (`zero`) adds the data axis to its dimension 0:
+//   - stage 1 and up split optimizer state, so each device updates its
+//     block of every parameter;
+//   - stage 2 also keeps only that block of each gradient (a partitioning
+//     option: partial sums meet the split state in a reduce_scatter);
+//   - stage 3 also stores parameters split (`loom.gather_for_use`: gathered
+//     to the split they are used with at each use, so the whole copy lives
+//     only while it is used).
 //
-// Tensors whose dimension 0 the data axis does not divide stay replicated.
-// `loom-propagate-sharding` carries the split through the graph and
-// `loom-partition` turns it into per-device programs.
+// Tensors whose dimension 0 the data axis does not divide stay as they are.
 //
 //===----------------------------------------------------------------------===//
 
 #include "passes/Passes.h"
 #include "passes/Transforms/Sharding.h"
+#include "passes/Transforms/TensorParallel.h"
 
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/GlobPattern.h"
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMSHARDINPUTSPASS
 #include "passes/Transforms/Passes.h.inc"
+
+using namespace sharding;
 
 namespace {
 
@@ -52,74 +66,266 @@ FailureOr<MeshAttr> parseMesh(MLIRContext *context, StringRef text,
   return mesh;
 }
 
+/// One `NAME_GLOB=SPEC` of the user.
+struct UserSharding {
+  std::string text;
+  llvm::GlobPattern pattern;
+  DimAxes axes;
+  bool used = false;
+};
+
+FailureOr<UserSharding> parseUserSharding(MLIRContext *context,
+                                          StringRef text, MeshAttr mesh,
+                                          ModuleOp module) {
+  auto [glob, spec] = text.split('=');
+  if (glob.trim().empty() || spec.trim().empty())
+    return module.emitError()
+           << "expected --shard NAME_GLOB=[{axes}, ...], e.g. "
+              "'h.*.fc1.weight=[{tp}, {}]', got \""
+           << text << "\"";
+  llvm::Expected<llvm::GlobPattern> pattern =
+      llvm::GlobPattern::create(glob.trim());
+  if (!pattern)
+    return module.emitError() << "--shard \"" << text
+                              << "\": " << llvm::toString(pattern.takeError());
+  std::string source = ("#loom.sharding<@mesh, " + spec.trim() + ">").str();
+  size_t read = 0;
+  Attribute attr;
+  {
+    // The parser's own message would point into the text built here; the
+    // error below names the user's spec instead.
+    ScopedDiagnosticHandler quiet(context,
+                                  [](Diagnostic &) { return success(); });
+    attr = parseAttribute(source, context, Type(), &read,
+                          /*isKnownNullTerminated=*/false);
+  }
+  auto sharding = dyn_cast_or_null<ShardingAttr>(attr);
+  if (!sharding || read != source.size())
+    return module.emitError()
+           << "--shard \"" << text
+           << "\": expected a list of mesh axes per dimension, like "
+              "[{tp}, {}] or [{dp, tp}, {}]";
+  for (Attribute dim : sharding.getDimAxes())
+    for (Attribute axis : cast<ArrayAttr>(dim))
+      if (!mesh.getAxisSize(cast<StringAttr>(axis).getValue()))
+        return module.emitError()
+               << "--shard \"" << text << "\" names mesh axis \""
+               << cast<StringAttr>(axis).getValue()
+               << "\", which the mesh does not have";
+  return UserSharding{text.str(), std::move(*pattern), dimAxesOf(sharding)};
+}
+
 struct LoomShardInputsPass
     : impl::LoomShardInputsPassBase<LoomShardInputsPass> {
   using Base::Base;
 
+  /// Sets `axes` on argument `index` of `func` after checking that the mesh
+  /// divides it; `what` says where the sharding came from.
+  LogicalResult setSharding(func::FuncOp func, unsigned index,
+                            const DimAxes &axes, FlatSymbolRefAttr meshRef,
+                            MeshAttr mesh, StringRef name, StringRef what) {
+    auto type = cast<RankedTensorType>(func.getArgument(index).getType());
+    if (type.getRank() != (int64_t)axes.size())
+      return emitError(func.getArgument(index).getLoc())
+             << what << " gives \"" << name << "\" a sharding of rank "
+             << axes.size() << ", but it has rank " << type.getRank() << " ("
+             << type << ")";
+    ShardingAttr attr = toAttr(&getContext(), meshRef, axes);
+    if (failed(attr.verifyFor(type, mesh, [&] {
+          return emitError(func.getArgument(index).getLoc())
+                 << what << ": cannot split \"" << name << "\" " << type
+                 << ": ";
+        })))
+      return failure();
+    if (isReplicated(axes))
+      func.removeArgAttr(index, kShardingAttr);
+    else
+      func.setArgAttr(index, kShardingAttr, attr);
+    return success();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
-    FailureOr<MeshAttr> mesh =
+    FailureOr<MeshAttr> meshOr =
         parseMesh(context, meshShape, [&] { return module.emitError(); });
-    if (failed(mesh))
+    if (failed(meshOr))
       return signalPassFailure();
-    if (!mesh->getAxisSize(dataAxis)) {
-      module.emitError() << "the mesh has no data axis \"" << dataAxis
-                         << "\" (its axes: " << meshShape << ")";
-      return signalPassFailure();
-    }
+    MeshAttr mesh = *meshOr;
+    bool hasDataAxis = mesh.getAxisSize(dataAxis).has_value();
     if (zero < 0 || zero > 3) {
       module.emitError() << "ZeRO stage must be 0, 1, 2 or 3, got "
                          << static_cast<int64_t>(zero);
+      return signalPassFailure();
+    }
+    if (zero > 0 && !hasDataAxis) {
+      module.emitError() << "ZeRO shards over the data axis, but the mesh has "
+                            "no axis \""
+                         << dataAxis << "\" (its axes: " << meshShape << ")";
+      return signalPassFailure();
+    }
+    if (tpPlan != "none" && tpPlan != "auto") {
+      module.emitError() << "tp-plan must be none or auto, got \"" << tpPlan
+                         << "\"";
+      return signalPassFailure();
+    }
+    if (tpPlan == "auto" && !mesh.getAxisSize(tpAxis)) {
+      module.emitError() << "--tp-plan=auto splits over the mesh axis \""
+                         << tpAxis << "\", which the mesh has not (its axes: "
+                         << meshShape << ")";
       return signalPassFailure();
     }
     if (SymbolTable::lookupSymbolIn(module, "mesh")) {
       module.emitError("the module already has a symbol @mesh");
       return signalPassFailure();
     }
+    SmallVector<UserSharding> user;
+    for (const std::string &text : shard) {
+      FailureOr<UserSharding> parsed =
+          parseUserSharding(context, text, mesh, module);
+      if (failed(parsed))
+        return signalPassFailure();
+      user.push_back(std::move(*parsed));
+    }
     OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
-    MeshOp::create(builder, module.getLoc(), "mesh", *mesh);
+    MeshOp::create(builder, module.getLoc(), "mesh", mesh);
     auto meshRef = FlatSymbolRefAttr::get(context, "mesh");
-    StringAttr axis = StringAttr::get(context, dataAxis);
+    StringAttr dpAxis = StringAttr::get(context, dataAxis);
+
+    // The tensor-parallel plan, by parameter name, for the parameters the
+    // user did not annotate.
+    llvm::StringMap<DimAxes> planned;
+    if (tpPlan == "auto") {
+      llvm::StringSet<> fixed;
+      for (auto func : module.getOps<func::FuncOp>())
+        for (unsigned i = 0; i < func.getNumArguments(); ++i)
+          if (auto name = func.getArgAttrOfType<StringAttr>(i, "loom.param"))
+            if (llvm::any_of(user, [&](const UserSharding &u) {
+                  return u.pattern.match(name.getValue());
+                }))
+              fixed.insert(name.getValue());
+      FailureOr<llvm::StringMap<DimAxes>> plan = planTensorParallel(
+          module, meshRef, mesh, StringAttr::get(context, tpAxis), fixed);
+      if (failed(plan))
+        return signalPassFailure();
+      planned = std::move(*plan);
+    }
 
     for (auto func : module.getOps<func::FuncOp>()) {
       if (!func.isPublic() || func.isExternal())
         continue;
+      llvm::StringMap<DimAxes> paramAxes;
       for (BlockArgument arg : func.getArguments()) {
         unsigned index = arg.getArgNumber();
-        auto name = func.getArgAttrOfType<StringAttr>(index, "loom.input");
         auto type = dyn_cast<RankedTensorType>(arg.getType());
-        if (!type || type.getRank() == 0)
+        if (!type)
           continue;
-        bool state = func.getArgAttr(index, "loom.state") != nullptr;
-        bool param = func.getArgAttr(index, "loom.param") != nullptr;
-        int64_t size = *mesh->getAxisSize(dataAxis);
-        if (!name && ((state && zero >= 1) || (param && zero >= 3)) &&
-            type.getDimSize(0) % size == 0) {
-          sharding::DimAxes axes = sharding::replicated(type);
-          axes[0].push_back(axis);
-          func.setArgAttr(index, sharding::kShardingAttr,
-                          sharding::toAttr(context, meshRef, axes));
-          if (param)
-            func.setArgAttr(index, "loom.gather_for_use",
-                            UnitAttr::get(context));
-          continue;
-        }
+        auto input = func.getArgAttrOfType<StringAttr>(index, "loom.input");
+        auto param = func.getArgAttrOfType<StringAttr>(index, "loom.param");
+        StringAttr name = input ? input : param;
         if (!name)
           continue;
-        sharding::DimAxes axes = sharding::replicated(type);
-        axes[0].push_back(axis);
-        ShardingAttr attr = sharding::toAttr(context, meshRef, axes);
-        if (failed(attr.verifyFor(type, *mesh, [&] {
-              return emitError(arg.getLoc())
-                     << "cannot split input \"" << name.getValue()
-                     << "\" of @" << func.getSymName()
-                     << " over the data axis: ";
-            })))
-          return signalPassFailure();
-        func.setArgAttr(arg.getArgNumber(), sharding::kShardingAttr, attr);
+        auto match = llvm::find_if(user, [&](const UserSharding &u) {
+          return u.pattern.match(name.getValue());
+        });
+        if (match != user.end()) {
+          match->used = true;
+          if (failed(setSharding(func, index, match->axes, meshRef, mesh,
+                                 name.getValue(),
+                                 "--shard \"" + match->text + "\"")))
+            return signalPassFailure();
+        } else if (param && planned.count(param.getValue())) {
+          if (failed(setSharding(func, index, planned[param.getValue()],
+                                 meshRef, mesh, name.getValue(),
+                                 "the tensor-parallel plan")))
+            return signalPassFailure();
+        } else if (input && hasDataAxis && type.getRank() > 0) {
+          DimAxes axes = replicated(type);
+          axes[0].push_back(dpAxis);
+          ShardingAttr attr = toAttr(context, meshRef, axes);
+          if (failed(attr.verifyFor(type, mesh, [&] {
+                return emitError(arg.getLoc())
+                       << "cannot split input \"" << name.getValue()
+                       << "\" of @" << func.getSymName()
+                       << " over the data axis: ";
+              })))
+            return signalPassFailure();
+          func.setArgAttr(index, kShardingAttr, attr);
+        }
+        if (param) {
+          auto attr = func.getArgAttrOfType<ShardingAttr>(index, kShardingAttr);
+          paramAxes[param.getValue()] = attr ? dimAxesOf(attr) : replicated(type);
+        }
+      }
+
+      // Optimizer state follows its parameter; ZeRO adds the data axis to
+      // dimension 0 of state (1+) and of parameters (3) where it divides the
+      // block.
+      auto withDataAxis = [&](RankedTensorType type, DimAxes axes)
+          -> std::optional<DimAxes> {
+        if (type.getRank() == 0 || llvm::is_contained(axes[0], dpAxis))
+          return std::nullopt;
+        axes[0].push_back(dpAxis);
+        if (type.getDimSize(0) % groupSize(mesh, axes[0]) != 0)
+          return std::nullopt;
+        return axes;
+      };
+      for (BlockArgument arg : func.getArguments()) {
+        unsigned index = arg.getArgNumber();
+        auto type = dyn_cast<RankedTensorType>(arg.getType());
+        if (!type)
+          continue;
+        if (func.getArgAttr(index, "loom.state")) {
+          DimAxes axes = replicated(type);
+          if (auto of = func.getArgAttrOfType<StringAttr>(index, "loom.state_of"))
+            if (auto it = paramAxes.find(of.getValue()); it != paramAxes.end())
+              axes = it->second;
+          if (zero >= 1)
+            if (std::optional<DimAxes> split = withDataAxis(type, axes))
+              axes = *split;
+          if (failed(setSharding(func, index, axes, meshRef, mesh,
+                                 func.getArgAttrOfType<StringAttr>(index, "loom.state")
+                                     .getValue(),
+                                 "optimizer state")))
+            return signalPassFailure();
+          continue;
+        }
+        auto param = func.getArgAttrOfType<StringAttr>(index, "loom.param");
+        if (!param || zero < 3)
+          continue;
+        DimAxes use = paramAxes[param.getValue()];
+        std::optional<DimAxes> stored = withDataAxis(type, use);
+        if (!stored)
+          continue;
+        func.setArgAttr(index, kShardingAttr,
+                        toAttr(context, meshRef, *stored));
+        func.setArgAttr(index, "loom.gather_for_use",
+                        isReplicated(use)
+                            ? Attribute(UnitAttr::get(context))
+                            : Attribute(toAttr(context, meshRef, use)));
       }
     }
+
+    for (const UserSharding &u : user)
+      if (!u.used) {
+        std::string names;
+        unsigned count = 0;
+        for (auto func : module.getOps<func::FuncOp>()) {
+          if (!func.isPublic())
+            continue;
+          for (unsigned i = 0; i < func.getNumArguments() && count < 12; ++i)
+            if (auto p = func.getArgAttrOfType<StringAttr>(i, "loom.param"))
+              if (names.find("\"" + p.getValue().str() + "\"") ==
+                  std::string::npos) {
+                names += (count++ ? ", \"" : "\"") + p.getValue().str() + "\"";
+              }
+          break;
+        }
+        module.emitError() << "--shard \"" << u.text
+                           << "\" matches no parameter or input (parameters: "
+                           << names << (count == 12 ? ", ..." : "") << ")";
+        return signalPassFailure();
+      }
   }
 };
 

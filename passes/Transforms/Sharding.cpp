@@ -3,6 +3,7 @@
 #include "passes/Transforms/Sharding.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -78,4 +79,56 @@ sharding::meshOfFunction(Operation *op) {
     return func.emitError() << "sharding refers to " << first.getMesh()
                             << ", which is not a loom.mesh";
   return std::make_pair(first, meshOp);
+}
+
+FailureOr<SmallVector<sharding::Axes>> sharding::chooseFactorSplits(
+    const ShardingRule &rule, ArrayRef<ValueSplit> values, MeshAttr mesh,
+    function_ref<LogicalResult(unsigned value, unsigned dim)> indivisible) {
+  struct Candidate {
+    int64_t factor;
+    const Axes *axes;
+    bool fixed;
+    bool operand;
+    int64_t bytes;
+    unsigned order;
+  };
+  SmallVector<Candidate> candidates;
+  unsigned order = 0;
+  for (auto [v, value] : llvm::enumerate(values)) {
+    for (auto [d, dimFactors] : llvm::enumerate(*value.factors)) {
+      const Axes &axes = (*value.axes)[d];
+      if (dimFactors.empty() || axes.empty())
+        continue;
+      int64_t f = dimFactors.front();
+      if (rule.factors[f].kind == FactorKind::Opaque)
+        continue;
+      if (rule.factors[f].size % groupSize(mesh, axes) != 0) {
+        if (failed(indivisible(v, d)))
+          return failure();
+        continue;
+      }
+      candidates.push_back(
+          {f, &axes, value.fixed, value.operand, value.bytes, order++});
+    }
+  }
+  llvm::stable_sort(candidates, [](const Candidate &a, const Candidate &b) {
+    if (a.fixed != b.fixed)
+      return a.fixed;
+    if (a.operand != b.operand)
+      return a.operand;
+    if (a.bytes != b.bytes)
+      return a.bytes > b.bytes;
+    return a.order < b.order;
+  });
+  SmallVector<Axes> chosen(rule.factors.size());
+  auto used = [&](StringAttr axis) {
+    return llvm::any_of(chosen,
+                        [&](const Axes &a) { return llvm::is_contained(a, axis); });
+  };
+  for (const Candidate &c : candidates) {
+    if (!chosen[c.factor].empty() || llvm::any_of(*c.axes, used))
+      continue;
+    chosen[c.factor] = *c.axes;
+  }
+  return chosen;
 }

@@ -11,15 +11,15 @@
 // CHECK-SAME: %[[W:.*]]: tensor<3x2xf32> {loom.init = dense<{{.*}}> : tensor<3x2xf32>, loom.param = "w"}
 // CHECK-SAME: %[[U:.*]]: tensor<2xf32> {loom.init = dense<{{.*}}> : tensor<2xf32>, loom.param = "unused"}
 // CHECK-SAME: %[[STEP:.*]]: tensor<i64> {loom.state = "step"}
-// CHECK-SAME: %[[BUF:.*]]: tensor<3x2xf32> {loom.state = "w.momentum"}
+// CHECK-SAME: %[[BUF:.*]]: tensor<3x2xf32> {loom.state = "w.momentum", loom.state_of = "w"}
 // CHECK-SAME: -> (tensor<f32> {loom.output = "loss"}, tensor<f32> {loom.output = "lr"}, tensor<3x2xf32> {loom.output = "w.next", loom.update = "w"}, tensor<3x2xf32> {loom.output = "w.momentum.next", loom.update = "w.momentum"}, tensor<i64> {loom.output = "step.next", loom.update = "step"})
 // CHECK: loom.matmul %[[X]], %{{.*}} {loom.gradient = "w", transpose_lhs}
 // CHECK-LABEL: func.func @eval_step
 // CHECK-SAME: -> (tensor<f32> {loom.output = "loss"})
 
 // ADAMW-LABEL: func.func @train_step
-// ADAMW-SAME: {loom.state = "w.exp_avg"}
-// ADAMW-SAME: {loom.state = "w.exp_avg_sq"}
+// ADAMW-SAME: {loom.state = "w.exp_avg", loom.state_of = "w"}
+// ADAMW-SAME: {loom.state = "w.exp_avg_sq", loom.state_of = "w"}
 // ADAMW: loom.pow
 // ADAMW: loom.sqrt
 module {

@@ -107,3 +107,33 @@ func.func @sharded_update(
   %w2 = loom.sub %w, %m2 : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
   return %w2, %m2 : tensor<4x2xf32>, tensor<4x2xf32>
 }
+
+// -----
+
+// Tensor parallelism: two row-parallel products leave partial sums over tp;
+// their sum is a partial sum too, completed by one all-reduce where it is
+// returned, not one per product. A bias added to a partial sum would be
+// added once per device, so the partial sum is completed before the add.
+loom.mesh @mesh = <tp = 2>
+// CHECK-LABEL: func.func @sum_of_partial_sums
+func.func @sum_of_partial_sums(
+    %x: tensor<4x8xf32> {loom.sharding = #loom.sharding<@mesh, [{}, {tp}]>},
+    %w1: tensor<8x3xf32> {loom.sharding = #loom.sharding<@mesh, [{tp}, {}]>},
+    %w2: tensor<8x3xf32> {loom.sharding = #loom.sharding<@mesh, [{tp}, {}]>},
+    %b: tensor<3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  // CHECK: %[[A:.*]] = loom.matmul {{.*}} -> tensor<4x3xf32>
+  // CHECK: %[[B:.*]] = loom.matmul {{.*}} -> tensor<4x3xf32>
+  // CHECK-NOT: loom.all_reduce
+  // CHECK: %[[S:.*]] = loom.add %[[A]], %[[B]]
+  // CHECK: %[[D:.*]] = loom.sub %[[S]], %[[A]]
+  // CHECK: %[[AR:.*]] = loom.all_reduce sum %[[A]] on @mesh ["tp"]
+  // CHECK: %[[BIASED:.*]] = loom.add %[[AR]], %{{.*}}
+  // CHECK: %[[DR:.*]] = loom.all_reduce sum %[[D]] on @mesh ["tp"]
+  // CHECK: return %[[BIASED]], %[[DR]]
+  %a = loom.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %c = loom.matmul %x, %w2 : (tensor<4x8xf32>, tensor<8x3xf32>) -> tensor<4x3xf32>
+  %s = loom.add %a, %c : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %d = loom.sub %s, %a : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %biased = loom.add %a, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  return %biased, %d : tensor<4x3xf32>, tensor<4x3xf32>
+}

@@ -98,3 +98,22 @@ func.func @no_such_mesh(
     %x: tensor<8xf32> {loom.sharding = #loom.sharding<@nowhere, [{dp}]>}) -> tensor<8xf32> {
   return %x : tensor<8xf32>
 }
+
+// -----
+
+// Conflicts are resolved by priority: a function argument's sharding (the
+// user's) wins over an op result's, whatever the operand order; between
+// results, what an operand holds wins over what a use suggested. Here tp
+// cannot split both dimensions of the add, and %x's split of dimension 0
+// wins over %n's of dimension 1 (which the old first-come order took).
+loom.mesh @mesh = <tp = 2>
+// CHECK-LABEL: func.func @argument_first
+func.func @argument_first(
+    %x: tensor<8x8xf32> {loom.sharding = #loom.sharding<@mesh, [{tp}, {}]>},
+    %w: tensor<8x8xf32> {loom.sharding = #loom.sharding<@mesh, [{}, {tp}]>}) -> tensor<8x8xf32> {
+  // CHECK: loom.neg {{.*}} {loom.sharding = [#loom.sharding<@mesh, [{}, {tp}]>]}
+  %n = loom.neg %w : tensor<8x8xf32>
+  // CHECK: loom.add {{.*}} {loom.sharding = [#loom.sharding<@mesh, [{tp}, {}]>]}
+  %s = loom.add %n, %x : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
+  return %s : tensor<8x8xf32>
+}

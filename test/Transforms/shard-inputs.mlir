@@ -25,3 +25,4 @@ func.func @odd_batch(
     %x: tensor<5x4xf32> {loom.input = "x"}) -> tensor<5x4xf32> {
   return %x : tensor<5x4xf32>
 }
+

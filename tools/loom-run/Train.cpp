@@ -430,35 +430,35 @@ int runTrain(int argc, char **argv) {
     shardIndex = index;
     shardCount = count;
   }
-  if (world > 1 && shardCount == 1)
+  // Inputs are replicated over the mesh axes that do not split the batch
+  // (tensor parallelism): such ranks bind the same block.
+  bool meshBundle = loom_session_mesh_devices(train.get()) > 1;
+  if (world > 1 && !meshBundle)
     return fail(bundle + " was compiled for one device; compile it with "
                          "loomc --mesh dp=" + std::to_string(world) +
                 " to train on " + std::to_string(world) + " ranks");
   // Only rank 0 prints, writes metrics, plots and checkpoints.
   bool leader = rank == 0;
-  /// The whole (logical) shape of a tensor that ZeRO may split along
-  /// dimension 0, and this rank's block.
-  struct Block {
+  /// The whole shape of a tensor as checkpoints hold it (split over ranks
+  /// or viewed in another shape by the bundle).
+  auto wholeShapeOf = [&](loom_session_t *session, const TensorInfo &t) {
+    int32_t rank = 0;
+    int64_t dims[LOOM_MAX_RANK];
     std::vector<int64_t> shape;
-    int64_t index = 0, count = 1;
-  };
-  auto blockOf = [&](loom_session_t *session, const TensorInfo &t) {
-    Block block;
-    block.shape.assign(t.info.shape, t.info.shape + t.info.rank);
-    if (t.info.rank > 0 &&
-        take(loom_session_tensor_shard(session, t.index, 0, &block.index,
-                                       &block.count))
+    if (take(loom_session_tensor_whole_shape(session, t.index, &rank, dims))
             .empty())
-      block.shape[0] *= block.count;
-    return block;
+      shape.assign(dims, dims + rank);
+    return shape;
   };
   /// The whole value of a tensor: a collective when it is split.
   auto wholeOf = [&](loom_session_t *session, const TensorInfo &t,
                      npy::Array &out) -> std::string {
-    Block block = blockOf(session, t);
     out.dtype = t.info.dtype;
-    out.shape = block.shape;
-    out.data.resize(t.info.bytes * block.count);
+    out.shape = wholeShapeOf(session, t);
+    size_t elements = 1;
+    for (int64_t d : out.shape)
+      elements *= (size_t)d;
+    out.data.resize(elements * loom_dtype_size(t.info.dtype));
     return take(loom_session_tensor_gather(session, t.index, out.data.data(),
                                            out.data.size()));
   };
@@ -531,19 +531,16 @@ int runTrain(int argc, char **argv) {
         return fail("checkpoint " + resume + " does not match " + bundle +
                     ": it has no tensor \"" + name + "\"");
       const npy::Array &a = it->second;
-      Block block = blockOf(train.get(), tensors[name]);
-      if (a.dtype != info.dtype || a.shape != block.shape)
+      std::vector<int64_t> whole = wholeShapeOf(train.get(), tensors[name]);
+      if (a.dtype != info.dtype || a.shape != whole)
         return fail("checkpoint " + resume + " does not match " + bundle +
                     ": \"" + name + "\" is " + loom_dtype_name(a.dtype) + " " +
                     shapeText(a.shape.data(), a.shape.size()) +
                     " there but " + loom_dtype_name(info.dtype) + " " +
-                    shapeText(block.shape.data(), block.shape.size()) +
-                    " in the bundle");
+                    shapeText(whole.data(), whole.size()) + " in the bundle");
       // Checkpoints hold whole tensors; a split one takes its block.
-      size_t blockBytes = a.data.size() / block.count;
-      if (std::string e = take(loom_session_set_tensor(
-              train.get(), tensors[name].index,
-              a.data.data() + blockBytes * block.index, blockBytes));
+      if (std::string e = take(loom_session_set_tensor_whole(
+              train.get(), tensors[name].index, a.data.data(), a.data.size()));
           !e.empty())
         return fail(e);
     }

@@ -133,14 +133,47 @@ static cl::opt<int64_t>
 static cl::OptionCategory parallelCategory("Parallelism");
 static cl::opt<std::string>
     mesh("mesh",
-         cl::desc("Device mesh, e.g. dp=4 or dp=2,tp=2: the bundle is the "
-                  "program of one rank of a run on that many processes, each "
-                  "taking its slice of the batch (loom-run train --nproc)"),
+         cl::desc("Device mesh, e.g. dp=4, tp=4 or dp=2,tp=2: the bundle is "
+                  "the program of one rank of a run on that many processes "
+                  "(loom-run train --nproc); the batch is split over the "
+                  "data axis, the model over the axes --shard and --tp-plan "
+                  "name"),
          cl::value_desc("AXIS=SIZE,..."), cl::cat(parallelCategory));
 static cl::opt<std::string>
     dataAxis("data-axis",
              cl::desc("Mesh axis the batch is split over (default dp)"),
              cl::init("dp"), cl::cat(parallelCategory));
+
+static cl::list<std::string> shardSpecs(
+    "shard",
+    cl::desc("Shard parameters (or inputs) whose ONNX name matches GLOB: "
+             "SPEC lists the mesh axes of every dimension, e.g. "
+             "--shard 'h.*.mlp.fc1.weight=[{tp}, {}]' (repeatable; the first "
+             "pattern that matches a name wins; the rest of the graph "
+             "follows by sharding propagation)"),
+    cl::value_desc("GLOB=SPEC"), cl::cat(parallelCategory));
+static cl::opt<std::string> shardFile(
+    "shard-file",
+    cl::desc("A JSON file of shardings: [{\"name\": GLOB, \"sharding\": "
+             "\"[{tp}, {}]\" or [[\"tp\"], []]}, ...], read after --shard"),
+    cl::value_desc("FILE"), cl::cat(parallelCategory));
+static cl::opt<std::string> tpPlan(
+    "tp-plan",
+    cl::desc("none (default), or auto: the compiler finds Megatron-LM's "
+             "tensor-parallel layouts (column- then row-parallel linear "
+             "layers, attention split by heads) for the parameters --shard "
+             "leaves; --report says what it split and why the rest stays "
+             "replicated"),
+    cl::init("none"), cl::cat(parallelCategory));
+static cl::opt<std::string> reportSvg(
+    "report-svg",
+    cl::desc("Draw every parameter as a grid of its blocks, each labelled "
+             "with the ranks that hold it, to this SVG file"),
+    cl::value_desc("FILE"), cl::cat(parallelCategory));
+static cl::opt<std::string>
+    tpAxis("tp-axis",
+           cl::desc("Mesh axis tensor parallelism splits over (default tp)"),
+           cl::init("tp"), cl::cat(parallelCategory));
 
 static cl::opt<int64_t>
     bucketBytes("bucket-bytes",
@@ -164,9 +197,11 @@ static cl::opt<int64_t>
               cl::init(0), cl::cat(parallelCategory));
 static cl::opt<bool>
     memoryReport("report",
-                 cl::desc("Print the bytes one rank holds for train_step: "
-                          "parameters, gradients, optimizer state, peak "
-                          "activations"),
+                 cl::desc("Print the bytes one rank holds for train_step "
+                          "(parameters, gradients, optimizer state, peak "
+                          "activations), every parameter's sharding and "
+                          "tensor-parallel plan, and the collectives of one "
+                          "step with their bytes"),
                  cl::cat(parallelCategory));
 
 int main(int argc, char **argv) {
@@ -236,6 +271,32 @@ int main(int argc, char **argv) {
   }
 
   options.mesh = mesh;
+  options.shard.assign(shardSpecs.begin(), shardSpecs.end());
+  if (!shardFile.empty()) {
+    std::string error = mlir::loom::readShardFile(shardFile, options.shard);
+    if (!error.empty()) {
+      WithColor::error(errs(), "loomc") << error << "\n";
+      return 1;
+    }
+  }
+  if (tpPlan != "none" && tpPlan != "auto") {
+    WithColor::error(errs(), "loomc")
+        << "--tp-plan must be none or auto, got \"" << tpPlan << "\"\n";
+    return 1;
+  }
+  options.tpPlan = tpPlan;
+  options.tpAxis = tpAxis;
+  options.reportSvg = reportSvg;
+  if (!reportSvg.empty() && mesh.empty()) {
+    WithColor::error(errs(), "loomc") << "--report-svg needs --mesh\n";
+    return 1;
+  }
+  if ((!options.shard.empty() || tpPlan == "auto") && mesh.empty()) {
+    WithColor::error(errs(), "loomc")
+        << (tpPlan == "auto" ? "--tp-plan" : "--shard")
+        << " needs --mesh (e.g. --mesh tp=2)\n";
+    return 1;
+  }
   options.dataAxis = dataAxis;
   options.bucketBytes = bucketBytes;
   options.zero = zeroStage;

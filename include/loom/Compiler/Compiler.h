@@ -70,10 +70,18 @@ struct CompilerOptions {
   OnnxImportOptions import;
   /// Set: build `train_step` and `eval_step` from the forward function.
   std::optional<TrainOptions> train;
-  /// Data parallelism: the device mesh ("dp=4", "dp=2,tp=2"; empty: one
-  /// device) and the axis the batch of every data input is split over.
+  /// The device mesh ("dp=4", "dp=2,tp=2", "tp=4"; empty: one device) and
+  /// the axis the batch of every data input is split over (when the mesh
+  /// has it).
   std::string mesh;
   std::string dataAxis = "dp";
+  /// Shardings of parameters and inputs, `NAME_GLOB=[{axes}, ...]` each
+  /// (loom-shard-inputs' `shard`).
+  std::vector<std::string> shard;
+  /// "auto": Megatron's tensor-parallel layouts over `tpAxis` for the
+  /// parameters `shard` leaves; "none": only `shard`'s.
+  std::string tpPlan = "none";
+  std::string tpAxis = "tp";
   /// Gradient all-reduces are fused into buckets of up to this many bytes
   /// (0: one collective per gradient).
   int64_t bucketBytes = 4 << 20;
@@ -83,9 +91,25 @@ struct CompilerOptions {
   /// ZeRO stage (0-3) over the data axis.
   int64_t zero = 0;
   /// Print per-rank memory (parameters, gradients, optimizer state, peak
-  /// activations) of the training step.
+  /// activations) of the training step, every parameter's sharding and the
+  /// collectives of one step.
   bool report = false;
+  /// Draw every parameter's blocks and the ranks holding them to this SVG
+  /// file (empty: none).
+  std::string reportSvg;
 };
+
+/// Writes an SVG picture of how `entry`'s parameters are split over the
+/// module's mesh: a grid of blocks per parameter, each labelled with the
+/// ranks that hold it (`loomc --report-svg`).
+LogicalResult writeShardingSvg(ModuleOp module, llvm::StringRef entry,
+                               llvm::StringRef path);
+
+/// Reads a `--shard-file`: a JSON array of {"name": GLOB, "sharding": SPEC},
+/// where SPEC is "[{tp}, {}]" or [["tp"], []], appending `GLOB=SPEC` to
+/// `specs` in order. Returns an error message naming the file and entry, or
+/// "" on success.
+std::string readShardFile(llvm::StringRef path, std::vector<std::string> &specs);
 
 /// Loads `options.inputPath`: `.mlir` files are parsed, anything else is
 /// imported as ONNX. Diagnostics go to the context's handler.

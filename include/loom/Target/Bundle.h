@@ -58,6 +58,11 @@ struct EntryArgument {
   /// of every dimension, major to minor; empty when replicated. `shape` is
   /// then one rank's block.
   std::vector<std::vector<std::string>> sharding;
+  /// The shape the model gives the tensor (its ONNX initializer's), when
+  /// the bundle views the same data in another shape
+  /// (`loom-split-fused-projections`); empty otherwise. Checkpoints hold
+  /// this shape.
+  SmallVector<int64_t> logicalShape;
 };
 
 struct EntrySignature {

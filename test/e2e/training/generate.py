@@ -4,7 +4,9 @@
 Usage:  python3 test/e2e/training/generate.py [MODEL ...]
 
 With model names (mlp, dropout_mlp, cnn, cnn_pool, gcnn, lstm, gru, gpt,
-moe_gather, op_zoo), only those fixtures are written.
+gpt_heads4, moe_gather, op_zoo), only those fixtures are written.
+gpt_heads4 is the decoder with 4 attention heads, exported only (the
+tensor-parallel tests compare it with one Loom process on tp=4).
 
 For each model below: export the forward function (or, for the GPT-style
 decoder, the forward function *with its loss*) to ONNX with its initial
@@ -221,9 +223,9 @@ class OpZoo(nn.Module):
 class GPTWithLoss(nn.Module):
     """The decoder with its next-token loss inside the exported graph."""
 
-    def __init__(self):
+    def __init__(self, n_heads=2):
         super().__init__()
-        self.gpt = GPT(vocab=64, seq_len=16, d_model=32, n_heads=2, n_layers=2)
+        self.gpt = GPT(vocab=64, seq_len=16, d_model=32, n_heads=n_heads, n_layers=2)
 
     def forward(self, tokens, targets):
         logits = self.gpt(tokens)
@@ -327,7 +329,7 @@ def main():
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
     known = {"mlp", "dropout_mlp", "cnn", "cnn_pool", "gcnn", "lstm", "gru", "gpt",
-             "moe_gather", "op_zoo"}
+             "gpt_heads4", "moe_gather", "op_zoo"}
     if only - known:
         sys.exit(f"unknown models {sorted(only - known)}; known: {sorted(known)}")
 
@@ -454,6 +456,10 @@ def main():
             name = f"gpt_opset{opset}"
             export(make_gpt(), name, (tokens, targets), ["tokens", "targets"], ["loss"], opset)
         trajectories(make_gpt, "gpt", lambda m: m(tokens, targets), ["sgd", "adamw"])
+    if wanted("gpt_heads4"):
+        torch.manual_seed(0)
+        export(GPTWithLoss(n_heads=4), "gpt_heads4", (tokens, targets),
+               ["tokens", "targets"], ["loss"], 17)
 
 
 if __name__ == "__main__":

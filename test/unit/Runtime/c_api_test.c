@@ -116,6 +116,21 @@ int main(int argc, char **argv) {
   size_t index = 0;
   EXPECT_CODE(loom_session_find_tensor(session, "nope", &index),
               LOOM_STATUS_INVALID_ARGUMENT);
+  /* A bundle for one device: its whole shapes are its shapes, and setting
+     a tensor whole is setting it. */
+  EXPECT(loom_session_mesh_devices(session) == 1);
+  EXPECT(loom_session_mesh_devices(NULL) == 1);
+  int32_t whole_rank = 0;
+  int64_t whole_shape[LOOM_MAX_RANK];
+  EXPECT_CODE(loom_session_tensor_whole_shape(session, 0, &whole_rank,
+                                              whole_shape),
+              LOOM_STATUS_OK);
+  EXPECT(whole_rank == 2 && whole_shape[0] == 4 && whole_shape[1] == 784);
+  EXPECT_CODE(loom_session_tensor_whole_shape(session, 99, &whole_rank,
+                                              whole_shape),
+              LOOM_STATUS_INVALID_ARGUMENT);
+  EXPECT_CODE(loom_session_set_tensor_whole(session, logits, NULL, 0),
+              LOOM_STATUS_INVALID_ARGUMENT);
   EXPECT(strcmp(loom_dtype_name(LOOM_DTYPE_BFLOAT16), "bfloat16") == 0);
   EXPECT(loom_dtype_size(LOOM_DTYPE_INT64) == 8);
 
@@ -128,7 +143,9 @@ int main(int argc, char **argv) {
               LOOM_STATUS_INVALID_ARGUMENT);
   EXPECT_CODE(loom_session_set_tensor(session, logits, x, sizeof(x)),
               LOOM_STATUS_INVALID_ARGUMENT);
-  EXPECT_CODE(loom_session_set_tensor(session, 0, x, sizeof(x)),
+  EXPECT_CODE(loom_session_set_tensor_whole(session, 0, x, sizeof(x) - 4),
+              LOOM_STATUS_INVALID_ARGUMENT);
+  EXPECT_CODE(loom_session_set_tensor_whole(session, 0, x, sizeof(x)),
               LOOM_STATUS_OK);
   EXPECT_CODE(loom_session_run(session), LOOM_STATUS_OK);
 
