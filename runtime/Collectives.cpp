@@ -412,6 +412,22 @@ _mlir_ciface_loom_rt_local_block_f32(Unranked *in, Unranked *out, int64_t dim,
   });
 }
 
+/// out (a rank-0 i64 memref) = this rank's position in `group`: the index
+/// of the block it holds of a dimension split over the group's axes.
+extern "C" LOOM_API void _mlir_ciface_loom_rt_block_index(Unranked *out,
+                                                          int64_t group) {
+  using namespace loom;
+  auto *words = static_cast<int64_t *>(out->descriptor);
+  int64_t *value = reinterpret_cast<int64_t *>(words[1]) + words[2];
+  *value = 0;
+  if (!rt::collectiveError.empty())
+    return;
+  bool alone;
+  comm::Communicator *c = communicatorFor(group, "block index", alone);
+  if (!alone && c)
+    *value = c->rank();
+}
+
 /// Starts out = the group's `in` combined by `reduction`: `in` is copied at
 /// once, the reduction runs on the collective thread, and `out` may be read
 /// only after _mlir_ciface_loom_rt_wait_f32(out).

@@ -287,7 +287,8 @@ LogicalResult gradient(DropoutOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
   if (g[0])
     dx[0] = DropoutOp::create(h.b, h.loc, g[0], op.getOffset(),
-                              op.getRatioAttr(), op.getSeedAttr())
+                              op.getIndexBase(), op.getRatioAttr(),
+                              op.getSeedAttr(), op.getWholeShapeAttr())
                 .getResult();
   return success();
 }

@@ -859,6 +859,19 @@ LogicalResult DropoutOp::verify() {
   double ratio = getRatio().convertToDouble();
   if (!(ratio >= 0.0 && ratio < 1.0))
     return emitOpError() << "ratio must be in [0, 1), got " << ratio;
+  if (bool(getWholeShape()) != bool(getIndexBase()))
+    return emitOpError("needs both whole_shape and index_base, or neither");
+  if (auto whole = getWholeShape()) {
+    ArrayRef<int64_t> shape = getInput().getType().getShape();
+    if (whole->size() != shape.size())
+      return emitOpError() << "whole_shape has " << whole->size()
+                           << " dimensions but the input has " << shape.size();
+    for (auto [d, w] : llvm::enumerate(*whole))
+      if (w < shape[d])
+        return emitOpError() << "whole_shape dimension " << d << " (" << w
+                             << ") is smaller than the block's ("
+                             << shape[d] << ")";
+  }
   return success();
 }
 
@@ -1122,6 +1135,11 @@ LocalBlockOp::verifySymbolUses(SymbolTableCollection &symbols) {
     return failure();
   return verifyScaledDim(*this, getInput().getType(), getType(), getDim(),
                          mesh->second, /*grow=*/false, "dim");
+}
+
+LogicalResult
+BlockIndexOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  return resolveMesh(*this, symbols, getMeshAttr(), getMeshAxes());
 }
 
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &symbols) {

@@ -587,7 +587,8 @@ def Loom_TriluOp : Loom_Op<"trilu", [Pure, SameOperandsAndResultType], ["getFlop
   let hasVerifier = 1;
 }
 
-def Loom_DropoutOp : Loom_Op<"dropout", [InferTypeOpAdaptor]> {
+def Loom_DropoutOp : Loom_Op<"dropout", [InferTypeOpAdaptor,
+                                         AttrSizedOperandSegments]> {
   let summary = "zeroes entries with probability `ratio` and scales the rest";
   let description = [{
     Keeps each entry with probability `1 - ratio` and scales kept ones by
@@ -609,13 +610,26 @@ def Loom_DropoutOp : Loom_Op<"dropout", [InferTypeOpAdaptor]> {
     step draws a fresh mask, and gives each dropout of the model its own
     `seed`. The op is not Pure, so that two dropouts of one tensor stay two
     draws until then.
+
+    On one device's block of a split tensor (`loom-partition`), `i` is the
+    entry's index in the whole tensor: `whole_shape` gives the whole
+    tensor's shape and `index_base` (a rank-0 i64 tensor) the whole index of
+    the block's first entry, so `i = index_base + sum_d idx_d * stride_d`
+    with the whole tensor's row-major strides, and every device draws the
+    masks one process would.
+    ```mlir
+    %y, %m = loom.dropout %x offset %step index_base %base {ratio = 0.1, whole_shape = array<i64: 8, 64>} : (tensor<8x32xf32>, tensor<i64>, tensor<i64>) -> (tensor<8x32xf32>, tensor<8x32xi1>)
+    ```
   }];
   let arguments = (ins Loom_FloatTensor:$input,
-                       Optional<0DTensorOf<[I64]>>:$offset, F64Attr:$ratio,
-                       DefaultValuedAttr<I64Attr, "0">:$seed);
+                       Optional<0DTensorOf<[I64]>>:$offset,
+                       Optional<0DTensorOf<[I64]>>:$index_base, F64Attr:$ratio,
+                       DefaultValuedAttr<I64Attr, "0">:$seed,
+                       OptionalAttr<DenseI64ArrayAttr>:$whole_shape);
   let results = (outs Loom_FloatTensor:$result, Loom_BoolTensor:$mask);
   let assemblyFormat = [{
-    $input (`offset` $offset^)? attr-dict `:` functional-type(operands, results)
+    $input (`offset` $offset^)? (`index_base` $index_base^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -806,6 +820,24 @@ def Loom_LocalBlockOp : Loom_CollectiveOp<"local_block"> {
                        StrArrayAttr:$mesh_axes, I64Attr:$dim);
   let results = (outs Loom_Tensor:$result);
   let assemblyFormat = "$input `on` $mesh $mesh_axes attr-dict `:` type($input) `->` type($result)";
+}
+
+def Loom_BlockIndexOp : Loom_CollectiveOp<"block_index"> {
+  let summary = "this device's block index along mesh axes";
+  let description = [{
+    The index of the block this device holds of a dimension split over
+    `mesh_axes` (in the order listed, the first the major one), from 0 to the
+    product of their sizes minus 1: what `loom.local_block` over the same
+    axes takes. Partitioning uses it where a local op needs to know where
+    its block lies (dropout on a split tensor draws the masks of the whole
+    tensor's indices). No communication.
+    ```mlir
+    %i = loom.block_index on @mesh ["tp"] : tensor<i64>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$mesh, StrArrayAttr:$mesh_axes);
+  let results = (outs 0DTensorOf<[I64]>:$result);
+  let assemblyFormat = "`on` $mesh $mesh_axes attr-dict `:` type($result)";
 }
 
 def Loom_AllToAllOp : Loom_CollectiveOp<"all_to_all"> {

@@ -189,6 +189,36 @@ struct CollectiveBufferization
   }
 };
 
+/// Bufferizes loom.block_index into a call of the runtime that writes this
+/// rank's position in the group to a fresh rank-0 buffer.
+struct BlockIndexBufferization
+    : BufferizableOpInterface::ExternalModel<BlockIndexBufferization,
+                                             BlockIndexOp> {
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto blockIndex = cast<BlockIndexOp>(op);
+    FailureOr<int64_t> size =
+        groupSize(op, blockIndex.getMesh(), blockIndex.getMeshAxes());
+    if (failed(size))
+      return failure();
+    Location loc = op->getLoc();
+    auto bufferType = MemRefType::get({}, rewriter.getI64Type());
+    FailureOr<Value> output =
+        options.createAlloc(rewriter, loc, bufferType, ValueRange{});
+    if (failed(output))
+      return failure();
+    Value group = arith::ConstantOp::create(rewriter, loc,
+                                            rewriter.getI64IntegerAttr(*size));
+    callRuntime(rewriter, op, "loom_rt_block_index",
+                {toUnranked(rewriter, loc, *output), group});
+    replaceOpWithBufferizedValues(rewriter, op, *output);
+    return success();
+  }
+};
+
 /// Bufferizes loom.wait in place: its buffer is the started collective's
 /// output, which `loom_rt_wait_f32` blocks on until it is written.
 struct WaitBufferization
@@ -237,5 +267,6 @@ void mlir::loom::registerCollectiveBufferizationModels(
     AllReduceStartOp::attachInterface<
         CollectiveBufferization<AllReduceStartOp>>(*context);
     WaitOp::attachInterface<WaitBufferization>(*context);
+    BlockIndexOp::attachInterface<BlockIndexBufferization>(*context);
   });
 }

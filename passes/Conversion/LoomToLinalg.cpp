@@ -1048,22 +1048,33 @@ struct DropoutLowering : OpRewritePattern<DropoutOp> {
     SmallVector<utils::IteratorType> parallel(rank,
                                               utils::IteratorType::parallel);
     Type element = type.getElementType();
-    ArrayRef<int64_t> shape = type.getShape();
+    // The entry's row-major index in the whole tensor: a block of a split
+    // tensor starts at index_base and steps by the whole tensor's strides.
+    SmallVector<int64_t> whole(type.getShape());
+    if (auto shape = op.getWholeShape())
+      whole.assign(shape->begin(), shape->end());
+    SmallVector<int64_t> strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * whole[d + 1];
+    Value base = op.getIndexBase()
+                     ? tensor::ExtractOp::create(rewriter, loc,
+                                                 op.getIndexBase(), ValueRange{})
+                           .getResult()
+                     : i64Constant(rewriter, loc, 0);
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{type, maskType}, ValueRange{op.getInput()},
         ValueRange{emptyTensor(rewriter, loc, type),
                    emptyTensor(rewriter, loc, maskType)},
         {identity, identity, identity}, parallel,
         [&](OpBuilder &b, Location l, ValueRange a) {
-          Value linear = i64Constant(b, l, 0);
+          Value linear = base;
           for (int64_t d = 0; d < rank; ++d) {
             Value index = arith::IndexCastOp::create(
                 b, l, b.getI64Type(), linalg::IndexOp::create(b, l, d));
             linear = arith::AddIOp::create(
-                b, l,
-                arith::MulIOp::create(b, l, linear,
-                                      i64Constant(b, l, shape[d])),
-                index);
+                b, l, linear,
+                arith::MulIOp::create(b, l, index,
+                                      i64Constant(b, l, strides[d])));
           }
           Value counter = arith::MulIOp::create(
               b, l, arith::AddIOp::create(b, l, linear, i64Constant(b, l, 1)),
@@ -1900,7 +1911,7 @@ struct ConvertLoomToLinalgPass
     getOperation().walk([&](Operation *op) {
       if (isa<LoomDialect>(op->getDialect()) &&
           !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-               LocalBlockOp, AllReduceStartOp, WaitOp>(op)) {
+               LocalBlockOp, AllReduceStartOp, WaitOp, BlockIndexOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";
         failedAny = true;
       }

@@ -349,6 +349,9 @@ private:
       constant.setValueAttr(dense.resizeSplat(
           cast<ShapedType>(constant.getResult().getType())));
     }
+    if (auto dropout = dyn_cast<DropoutOp>(local))
+      placeDropout(dropout, cast<RankedTensorType>(op->getResult(0).getType()),
+                   resultAxes.front());
     if (auto slice = dyn_cast<SliceOp>(local)) {
       SmallVector<int64_t> limits(slice.getLimits());
       for (auto [d, axes] : llvm::enumerate(resultAxes.front()))
@@ -375,6 +378,38 @@ private:
     }
     op->erase();
     return success();
+  }
+
+  /// A dropout on a block of a split tensor draws the whole tensor's masks:
+  /// it gets the whole shape and the whole index of its block's first
+  /// entry, the sum over split dimensions of (block index * block size *
+  /// the whole tensor's stride), from each device's block index.
+  void placeDropout(DropoutOp dropout, RankedTensorType whole,
+                    const DimAxes &axes) {
+    if (isReplicated(axes))
+      return;
+    OpBuilder b(dropout);
+    Location loc = dropout.getLoc();
+    MLIRContext *context = b.getContext();
+    auto i64 = RankedTensorType::get({}, b.getI64Type());
+    ArrayRef<int64_t> shape = whole.getShape();
+    int64_t rank = whole.getRank();
+    SmallVector<int64_t> strides(rank, 1);
+    for (int64_t d = rank - 2; d >= 0; --d)
+      strides[d] = strides[d + 1] * shape[d + 1];
+    Value base = dropout.getIndexBase();
+    for (int64_t d = 0; d < rank; ++d) {
+      if (axes[d].empty())
+        continue;
+      int64_t block = shape[d] / groupSize(mesh, axes[d]);
+      Value index = BlockIndexOp::create(b, loc, i64, meshRef,
+                                         toArrayAttr(context, axes[d]));
+      Value step = ConstantOp::create(b, loc, i64, (double)(block * strides[d]));
+      Value term = MulOp::create(b, loc, index, step);
+      base = base ? AddOp::create(b, loc, base, term).getResult() : term;
+    }
+    dropout.setWholeShapeAttr(b.getDenseI64ArrayAttr(shape));
+    dropout.getIndexBaseMutable().assign(base);
   }
 
   /// Results are complete; an update of a parameter or state has the

@@ -63,17 +63,18 @@ func.func @gather_for_softmax(
 
 // -----
 
-// Dropout has no sharding rule (its mask depends on the global element
-// index), so it computes whole, and the split add takes its local block.
+// A whole value meets a split one: the dropout of the replicated %r takes
+// the add's split (propagated back), so %r's local block is taken (no
+// communication) and the dropout runs on it, placed in the whole tensor.
 
 loom.mesh @mesh = <dp = 2>
 // CHECK-LABEL: func.func @whole_meets_split
 func.func @whole_meets_split(
     %x: tensor<8x4xf32> {loom.sharding = #loom.sharding<@mesh, [{dp}, {}]>},
     %r: tensor<8x4xf32>) -> tensor<8x4xf32> {
-  // CHECK: %[[D:.*]], %{{.*}} = loom.dropout %{{.*}} : (tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xi1>)
-  // CHECK: %[[B:.*]] = loom.local_block %[[D]] on @mesh ["dp"] {dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
-  // CHECK: loom.add %{{.*}}, %[[B]] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+  // CHECK: %[[B:.*]] = loom.local_block %{{.*}} on @mesh ["dp"] {dim = 0 : i64} : tensor<8x4xf32> -> tensor<4x4xf32>
+  // CHECK: %[[D:.*]], %{{.*}} = loom.dropout %[[B]] index_base %{{.*}} {ratio = 5.000000e-01 : f64, whole_shape = array<i64: 8, 4>} : (tensor<4x4xf32>, tensor<i64>) -> (tensor<4x4xf32>, tensor<4x4xi1>)
+  // CHECK: loom.add %{{.*}}, %[[D]] : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
   %d, %mask = loom.dropout %r {ratio = 5.000000e-01 : f64} : (tensor<8x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xi1>)
   %y = loom.add %x, %d : (tensor<8x4xf32>, tensor<8x4xf32>) -> tensor<8x4xf32>
   return %y : tensor<8x4xf32>
@@ -136,4 +137,25 @@ func.func @sum_of_partial_sums(
   %d = loom.sub %s, %a : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
   %biased = loom.add %a, %b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
   return %biased, %d : tensor<4x3xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// Dropout on a block draws the whole tensor's masks: the local op gets the
+// whole shape and the whole index of its block's first entry, the block
+// index along tp times the block's 8 columns (the whole tensor's column
+// stride is 1), so each device's mask is its block of one process's mask.
+loom.mesh @mesh = <tp = 2>
+// CHECK-LABEL: func.func @dropout_block
+// CHECK-SAME: %[[X:.*]]: tensor<4x8xf32>
+func.func @dropout_block(
+    %x: tensor<4x16xf32> {loom.sharding = #loom.sharding<@mesh, [{}, {tp}]>},
+    %step: tensor<i64>) -> tensor<4x16xf32> {
+  // CHECK: %[[I:.*]] = loom.block_index on @mesh ["tp"] : tensor<i64>
+  // CHECK: %[[STEP:.*]] = loom.constant dense<8> : tensor<i64>
+  // CHECK: %[[BASE:.*]] = loom.mul %[[I]], %[[STEP]]
+  // CHECK: loom.dropout %[[X]] offset %{{.*}} index_base %[[BASE]] {ratio = 1.000000e-01 : f64, whole_shape = array<i64: 4, 16>} : (tensor<4x8xf32>, tensor<i64>, tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xi1>)
+  %y, %m = loom.dropout %x offset %step {ratio = 0.1 : f64} : (tensor<4x16xf32>, tensor<i64>) -> (tensor<4x16xf32>, tensor<4x16xi1>)
+  // CHECK: return %{{.*}} : tensor<4x8xf32>
+  return %y : tensor<4x16xf32>
 }

@@ -397,8 +397,10 @@ LogicalResult translateDropout(NodeContext &n, SmallVectorImpl<Value> &out) {
   if (ratio < 0.0 || ratio >= 1.0)
     return n.error() << "ratio must be in [0, 1), got " << ratio;
   FailureOr<SmallVector<Value>> results =
-      n.build<DropoutOp>(n.input(0), Value(), n.b.getF64FloatAttr(ratio),
-                         n.b.getI64IntegerAttr(n.getInt("seed", 0)));
+      n.build<DropoutOp>(n.input(0), Value(), Value(),
+                         n.b.getF64FloatAttr(ratio),
+                         n.b.getI64IntegerAttr(n.getInt("seed", 0)),
+                         DenseI64ArrayAttr());
   if (failed(results))
     return failure();
   out.append(results->begin(), results->end());

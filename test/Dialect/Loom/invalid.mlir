@@ -491,6 +491,39 @@ func.func @dropout_offset_type(%x: tensor<4xf32>, %o: tensor<1xi64>) {
 
 // -----
 
+func.func @dropout_whole_shape_alone(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'loom.dropout' op needs both whole_shape and index_base, or neither}}
+  %0:2 = loom.dropout %x {ratio = 0.5 : f64, whole_shape = array<i64: 8>} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xi1>)
+  return
+}
+
+// -----
+
+func.func @dropout_whole_shape_rank(%x: tensor<4xf32>, %b: tensor<i64>) {
+  // expected-error @+1 {{'loom.dropout' op whole_shape has 2 dimensions but the input has 1}}
+  %0:2 = loom.dropout %x index_base %b {ratio = 0.5 : f64, whole_shape = array<i64: 2, 8>} : (tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return
+}
+
+// -----
+
+func.func @dropout_whole_shape_small(%x: tensor<4xf32>, %b: tensor<i64>) {
+  // expected-error @+1 {{'loom.dropout' op whole_shape dimension 0 (2) is smaller than the block's (4)}}
+  %0:2 = loom.dropout %x index_base %b {ratio = 0.5 : f64, whole_shape = array<i64: 2>} : (tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xi1>)
+  return
+}
+
+// -----
+
+loom.mesh @mesh = <dp = 2>
+func.func @block_index_axis() {
+  // expected-error @+1 {{'loom.block_index' op}}
+  %0 = loom.block_index on @mesh ["tp"] : tensor<i64>
+  return
+}
+
+// -----
+
 func.func @lstm_weight_shape(%x: tensor<5x2x3xf32>, %w: tensor<1x12x3xf32>, %r: tensor<1x16x4xf32>) {
   // expected-error @+2 {{failed to infer returned types}}
   // expected-error @+1 {{w must have shape [1, 16, 3], got [1, 12, 3]}}

@@ -157,6 +157,9 @@ func.func @recurrent_and_losses(%x: tensor<5x2x3xf32>, %w: tensor<2x16x3xf32>, %
 func.func @dropout_offset(%x: tensor<8xf32>, %step: tensor<i64>) -> tensor<8xf32> {
   // CHECK: loom.dropout %{{.*}} offset %{{.*}} {ratio = 2.500000e-01 : f64} : (tensor<8xf32>, tensor<i64>) -> (tensor<8xf32>, tensor<8xi1>)
   %0:2 = loom.dropout %x offset %step {ratio = 0.25 : f64} : (tensor<8xf32>, tensor<i64>) -> (tensor<8xf32>, tensor<8xi1>)
+  // A block of a split tensor: its place in the whole tensor.
+  // CHECK: loom.dropout %{{.*}} offset %{{.*}} index_base %{{.*}} {ratio = 2.500000e-01 : f64, whole_shape = array<i64: 16>} : (tensor<8xf32>, tensor<i64>, tensor<i64>) -> (tensor<8xf32>, tensor<8xi1>)
+  %b:2 = loom.dropout %x offset %step index_base %step {ratio = 0.25 : f64, whole_shape = array<i64: 16>} : (tensor<8xf32>, tensor<i64>, tensor<i64>) -> (tensor<8xf32>, tensor<8xi1>)
   return %0#0 : tensor<8xf32>
 }
 
@@ -185,5 +188,7 @@ func.func @collectives(%x: tensor<8x16xf32>) {
   loom.send %x on @mesh ["dp"] offset 1 : tensor<8x16xf32>
   // CHECK: loom.recv on @mesh ["dp"] offset -1 : tensor<8x16xf32>
   %5 = loom.recv on @mesh ["dp"] offset -1 : tensor<8x16xf32>
+  // CHECK: loom.block_index on @mesh ["tp", "dp"] : tensor<i64>
+  %6 = loom.block_index on @mesh ["tp", "dp"] : tensor<i64>
   return
 }
