@@ -390,28 +390,6 @@ _mlir_ciface_loom_rt_reduce_scatter_f32(Unranked *in, Unranked *out,
   dst.unpack(mine);
 }
 
-/// out = this rank's block along `dim` of `in` (which every rank of the
-/// group holds whole): no communication, only the rank's position.
-extern "C" LOOM_API void
-_mlir_ciface_loom_rt_local_block_f32(Unranked *in, Unranked *out, int64_t dim,
-                                     int64_t group) {
-  using namespace loom;
-  if (!rt::collectiveError.empty())
-    return;
-  View src(*in), dst(*out);
-  bool alone;
-  comm::Communicator *c = communicatorFor(group, "local block", alone);
-  int64_t rank = alone ? 0 : c ? c->rank() : -1;
-  if (rank < 0)
-    return;
-  int64_t offset = rank * dst.sizes[dim];
-  dst.forEachIndex([&](const std::vector<int64_t> &index) {
-    std::vector<int64_t> whole = index;
-    whole[dim] += offset;
-    dst.at(index) = src.at(whole);
-  });
-}
-
 /// out (a rank-0 i64 memref) = this rank's position in `group`: the index
 /// of the block it holds of a dimension split over the group's axes.
 extern "C" LOOM_API void _mlir_ciface_loom_rt_block_index(Unranked *out,

@@ -190,6 +190,7 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     shard.shard.assign(options.shard.begin(), options.shard.end());
     shard.tpPlan = options.tpPlan;
     shard.tpAxis = options.tpAxis;
+    shard.sequenceParallel = options.sequenceParallel;
     pm.addPass(createLoomShardInputsPass(shard));
     pm.addPass(createLoomPropagateShardingPass());
     LoomPartitionPassOptions partition;

@@ -12,8 +12,10 @@
 //
 // and likewise all_gather (`loom_rt_all_gather_f32(in, out, gather_dim,
 // group)`), reduce_scatter (`loom_rt_reduce_scatter_f32(in, out,
-// scatter_dim, reduction, group)`), local_block and all_reduce_start; wait
-// becomes `loom_rt_wait_f32(buffer)`.
+// scatter_dim, reduction, group)`) and all_reduce_start; wait becomes
+// `loom_rt_wait_f32(buffer)`, and block_index (a rank's block number along
+// mesh axes, no communication) `loom_rt_block_index(out, group)`.
+// local_block is a slice at that block index, lowered with the loom ops.
 //
 // `group` names the mesh axes the collective spans (their indices in the high
 // 32 bits, in the order listed) and the number of devices (the low ones); the
@@ -94,9 +96,6 @@ KernelCall kernelFor(ReduceScatterOp op) {
 
 KernelCall kernelFor(AllReduceStartOp op) {
   return {"loom_rt_all_reduce_start_f32", {(int64_t)op.getReduction()}};
-}
-KernelCall kernelFor(LocalBlockOp op) {
-  return {"loom_rt_local_block_f32", {(int64_t)op.getDim()}};
 }
 
 /// `buffer` as a memref of any rank and layout, which the runtime reads
@@ -262,8 +261,6 @@ void mlir::loom::registerCollectiveBufferizationModels(
         *context);
     ReduceScatterOp::attachInterface<
         CollectiveBufferization<ReduceScatterOp>>(*context);
-    LocalBlockOp::attachInterface<CollectiveBufferization<LocalBlockOp>>(
-        *context);
     AllReduceStartOp::attachInterface<
         CollectiveBufferization<AllReduceStartOp>>(*context);
     WaitOp::attachInterface<WaitBufferization>(*context);

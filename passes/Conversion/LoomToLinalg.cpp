@@ -996,6 +996,36 @@ struct CumSumLowering : OpRewritePattern<CumSumOp> {
   }
 };
 
+/// local_block: the rank's block along `dim`, a slice at its block index
+/// (loom.block_index, read at run time) times the block's size. No
+/// communication, and any element type.
+struct LocalBlockLowering : OpRewritePattern<LocalBlockOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LocalBlockOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t dim = op.getDim();
+    Value block = BlockIndexOp::create(
+        rewriter, loc, RankedTensorType::get({}, rewriter.getI64Type()),
+        op.getMeshAttr(), op.getMeshAxesAttr());
+    Value index = arith::IndexCastOp::create(
+        rewriter, loc, rewriter.getIndexType(),
+        tensor::ExtractOp::create(rewriter, loc, block, ValueRange{}));
+    Value start = arith::MulIOp::create(
+        rewriter, loc, index, indexConstant(rewriter, loc, type.getDimSize(dim)));
+    SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+    offsets[dim] = start;
+    SmallVector<OpFoldResult> sizes, strides(type.getRank(),
+                                             rewriter.getIndexAttr(1));
+    for (int64_t d : type.getShape())
+      sizes.push_back(rewriter.getIndexAttr(d));
+    rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+        op, type, op.getInput(), offsets, sizes, strides);
+    return success();
+  }
+};
+
 /// Dropout's counter-based mask (the formula is in the op's description):
 /// one 64-bit key per call from `seed` and `offset`, then a SplitMix64 draw
 /// per entry from its row-major index, compared with a 24-bit threshold.
@@ -1911,7 +1941,7 @@ struct ConvertLoomToLinalgPass
     getOperation().walk([&](Operation *op) {
       if (isa<LoomDialect>(op->getDialect()) &&
           !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-               LocalBlockOp, AllReduceStartOp, WaitOp, BlockIndexOp>(op)) {
+               AllReduceStartOp, WaitOp, BlockIndexOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";
         failedAny = true;
       }
@@ -2323,7 +2353,8 @@ void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
       BatchNormTrainLowering, TransposeLowering, ReshapeLowering,
       ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
       SliceLowering, GatherLowering, GatherElementsLowering, OneHotLowering,
-      TriluLowering, TileLowering, CumSumLowering, DropoutLowering,
+      TriluLowering, TileLowering, CumSumLowering, LocalBlockLowering,
+      DropoutLowering,
       PadLowering, ConvLowering,
       MaxPoolLowering, AvgPoolLowering, NllLossLowering,
       SoftmaxCrossEntropyLowering, ScatterElementsLowering, TopKLowering,

@@ -240,8 +240,27 @@ private:
   /// Sums of partial sums are partial sums: an add, subtract or negate of
   /// values that are all partial over the same axes (and split alike) stays
   /// partial, so the autodiff's accumulation of several gradient
-  /// contributions costs one all-reduce, not one per contribution.
+  /// contributions costs one all-reduce, not one per contribution; so does
+  /// a sum or mean over dimensions of a partial sum that is otherwise
+  /// whole.
   bool keepPartial(Operation *op) {
+    // Sums over whole dimensions are linear too: the sum of a partial sum
+    // is a partial sum of a smaller tensor (a layer norm's bias gradient
+    // under sequence parallelism is all-reduced after the sum, not before).
+    if (isa<ReduceSumOp, ReduceMeanOp>(op)) {
+      Held held = heldOf(op->getOperand(0));
+      if (held.partial.empty() || held.kind != ReductionKind::Sum ||
+          !isReplicated(held.dims))
+        return false;
+      OpBuilder b(op);
+      Operation *local = b.clone(*op);
+      local->removeAttr(kShardingAttr);
+      have[local->getResult(0)] = {replicated(local->getResult(0).getType()),
+                                   held.partial, ReductionKind::Sum};
+      op->getResult(0).replaceAllUsesWith(local->getResult(0));
+      op->erase();
+      return true;
+    }
     if (!isa<AddOp, SubOp, NegOp>(op) || op->getNumResults() != 1)
       return false;
     Held first = heldOf(op->getOperand(0));
@@ -272,6 +291,18 @@ private:
   LogicalResult partition(Operation *op) {
     if (keepPartial(op))
       return success();
+    // A loom.shard annotation: its operand is resharded to it, and the
+    // annotation goes.
+    if (auto shard = dyn_cast<ShardOp>(op)) {
+      OpBuilder b(op);
+      DimAxes want = dimAxesOf(shard.getSharding());
+      FailureOr<Value> local = reshard(b, shard.getInput(), want, op, 0);
+      if (failed(local))
+        return failure();
+      shard.getResult().replaceAllUsesWith(*local);
+      op->erase();
+      return success();
+    }
     auto found = rules.find(op);
     if (found == rules.end())
       return computeWhole(op);
@@ -289,8 +320,8 @@ private:
                               ? useAxes(operand)
                               : heldOf(operand).dims);
       values.push_back({&suggested.back(), &rule->operands[i],
-                        isa<BlockArgument>(operand), /*operand=*/true,
-                        bytesOf(operand)});
+                        isAnchored(operand, [](BlockArgument) { return true; }),
+                        /*operand=*/true, bytesOf(operand)});
     }
     auto resultAttrs = op->getAttrOfType<ArrayAttr>(kShardingAttr);
     for (auto [r, result] : llvm::enumerate(op->getResults())) {

@@ -143,7 +143,15 @@ def LoomShardInputsPass : Pass<"loom-shard-inputs", "::mlir::ModuleOp"> {
        or why it stays replicated);
     3. every other data input split along dimension 0 over `data-axis` (when
        the mesh has that axis; with `tp=4` alone, inputs are replicated);
-    4. optimizer state (`loom.state_of` a parameter) takes its parameter's
+    4. with `sequence-parallel`, the output of every embedding lookup (a
+       `loom.gather` on axis 0 of a parameter table at [batch, sequence]
+       token ids from a data input) gets a `loom.shard` splitting it along
+       the sequence over `tp-axis`: propagation then runs layer norms,
+       dropout and residual adds on sequence shards, and partitioning
+       gathers the sequence before a column-parallel layer and
+       reduce-scatters it after a row-parallel one (Megatron-LM's sequence
+       parallelism);
+    5. optimizer state (`loom.state_of` a parameter) takes its parameter's
        sharding; with `zero` >= 1 the data axis is added to its dimension 0
        (after the parameter's own axes there), and with `zero` = 3 to the
        parameters', which are then gathered to the split they are used with
@@ -179,6 +187,10 @@ def LoomShardInputsPass : Pass<"loom-shard-inputs", "::mlir::ModuleOp"> {
            "parameters --shard leaves">,
     Option<"tpAxis", "tp-axis", "std::string", "\"tp\"",
            "the mesh axis tensor parallelism splits over">,
+    Option<"sequenceParallel", "sequence-parallel", "bool", "false",
+           "also split the embedding lookups' outputs along the sequence "
+           "over tp-axis, so the layers outside the tensor-parallel regions "
+           "run on sequence shards">,
   ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }

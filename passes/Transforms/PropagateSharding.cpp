@@ -86,6 +86,10 @@ public:
     for (Operation *op : ops) {
       for (Value result : op->getResults())
         axesOf[result] = replicated(result.getType());
+      // A loom.shard annotation fixes its result's sharding (its operand
+      // is free: partitioning reshards it).
+      if (auto shard = dyn_cast<ShardOp>(op))
+        axesOf[shard.getResult()] = dimAxesOf(shard.getSharding());
       // Rules are read once: every sweep visits every op.
       if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
         if (FailureOr<ShardingRule> rule = iface.getShardingRule();
@@ -151,8 +155,10 @@ private:
     SmallVector<ValueSplit> values;
     SmallVector<std::pair<StringRef, unsigned>> roles;
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-      values.push_back({&axesOf[operand], &rule->operands[i],
-                        isa<BlockArgument>(operand) && !isOpen(operand),
+      bool fixed = isAnchored(operand, [&](BlockArgument arg) {
+        return !isOpen(arg);
+      });
+      values.push_back({&axesOf[operand], &rule->operands[i], fixed,
                         /*operand=*/true, bytesOf(operand)});
       roles.push_back({"operand", (unsigned)i});
     }

@@ -144,6 +144,47 @@ struct LoomShardInputsPass
     return success();
   }
 
+  /// Sequence parallelism: the output of every embedding lookup (a gather
+  /// along axis 0 of a parameter table with data-input indices of rank 2 or
+  /// more: [batch, sequence]) is annotated (`loom.shard`) as split along
+  /// the sequence over the tp axis (and the batch over the data axis).
+  /// Returns how many it annotated.
+  FailureOr<unsigned> splitSequence(func::FuncOp func, MeshAttr mesh,
+                                    FlatSymbolRefAttr meshRef,
+                                    bool hasDataAxis) {
+    MLIRContext *context = &getContext();
+    SmallVector<GatherOp> lookups;
+    func.walk([&](GatherOp gather) {
+      auto table = dyn_cast<BlockArgument>(gather.getInput());
+      auto indices = dyn_cast<BlockArgument>(gather.getIndices());
+      if (gather.getAxis() == 0 && table && indices &&
+          func.getArgAttr(table.getArgNumber(), "loom.param") &&
+          func.getArgAttr(indices.getArgNumber(), "loom.input") &&
+          gather.getIndices().getType().getRank() >= 2)
+        lookups.push_back(gather);
+    });
+    for (GatherOp gather : lookups) {
+      auto type = cast<RankedTensorType>(gather.getType());
+      DimAxes axes = replicated(type);
+      if (hasDataAxis)
+        axes[0].push_back(StringAttr::get(context, dataAxis));
+      axes[1].push_back(StringAttr::get(context, tpAxis));
+      ShardingAttr attr = toAttr(context, meshRef, axes);
+      if (failed(attr.verifyFor(type, mesh, [&] {
+            return gather.emitError()
+                   << "--sequence-parallel cannot split this embedding's "
+                      "output "
+                   << type << " along the sequence (dimension 1): ";
+          })))
+        return failure();
+      OpBuilder b(gather->getContext());
+      b.setInsertionPointAfter(gather);
+      auto shard = ShardOp::create(b, gather.getLoc(), gather.getResult(), attr);
+      gather.getResult().replaceAllUsesExcept(shard.getResult(), shard);
+    }
+    return lookups.size();
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
@@ -171,6 +212,13 @@ struct LoomShardInputsPass
     }
     if (tpPlan == "auto" && !mesh.getAxisSize(tpAxis)) {
       module.emitError() << "--tp-plan=auto splits over the mesh axis \""
+                         << tpAxis << "\", which the mesh has not (its axes: "
+                         << meshShape << ")";
+      return signalPassFailure();
+    }
+    if (sequenceParallel && !mesh.getAxisSize(tpAxis)) {
+      module.emitError() << "--sequence-parallel splits the sequence over the "
+                            "mesh axis \""
                          << tpAxis << "\", which the mesh has not (its axes: "
                          << meshShape << ")";
       return signalPassFailure();
@@ -306,6 +354,23 @@ struct LoomShardInputsPass
       }
     }
 
+    unsigned annotated = 0;
+    if (sequenceParallel)
+      for (auto func : module.getOps<func::FuncOp>()) {
+        if (!func.isPublic() || func.isExternal())
+          continue;
+        FailureOr<unsigned> count =
+            splitSequence(func, mesh, meshRef, hasDataAxis);
+        if (failed(count))
+          return signalPassFailure();
+        annotated += *count;
+      }
+    if (sequenceParallel && annotated == 0) {
+      module.emitError("--sequence-parallel found no embedding lookup (a "
+                       "gather of a parameter table at [batch, sequence] "
+                       "token ids) to split along the sequence");
+      return signalPassFailure();
+    }
     for (const UserSharding &u : user)
       if (!u.used) {
         std::string names;

@@ -71,6 +71,12 @@ sharding::meshOfFunction(Operation *op) {
   ShardingAttr first;
   for (unsigned i = 0; i < func.getNumArguments() && !first; ++i)
     first = func.getArgAttrOfType<ShardingAttr>(i, kShardingAttr);
+  // A function may be split by its loom.shard annotations alone.
+  if (!first)
+    func.walk([&](ShardOp shard) {
+      if (!first)
+        first = shard.getSharding();
+    });
   if (!first)
     return std::make_pair(ShardingAttr(), MeshOp());
   auto meshOp =
@@ -131,4 +137,18 @@ FailureOr<SmallVector<sharding::Axes>> sharding::chooseFactorSplits(
     chosen[c.factor] = *c.axes;
   }
   return chosen;
+}
+
+bool sharding::isAnchored(Value value,
+                          function_ref<bool(BlockArgument)> fixedArg) {
+  while (true) {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return fixedArg(arg);
+    Operation *def = value.getDefiningOp();
+    if (isa<ShardOp>(def))
+      return true;
+    if (!isa<ReshapeOp, SliceOp, TransposeOp, ExpandOp>(def))
+      return false;
+    value = def->getOperand(0);
+  }
 }

@@ -70,7 +70,15 @@ FailureOr<SmallVector<Axes>> chooseFactorSplits(
     const ShardingRule &rule, ArrayRef<ValueSplit> values, MeshAttr mesh,
     function_ref<LogicalResult(unsigned value, unsigned dim)> indivisible);
 
-/// The sharding of `func`'s first sharded argument and the mesh it names;
+/// Whether `value`'s sharding is fixed rather than chosen by propagation:
+/// a block argument `fixedArg` accepts (the user's, an input's), the result
+/// of a `loom.shard` annotation, or a view of one of those (reshapes,
+/// slices, transposes and broadcasts: the parts of a fused projection's
+/// weight are as fixed as the weight).
+bool isAnchored(Value value, function_ref<bool(BlockArgument)> fixedArg);
+
+/// The sharding of `func`'s first sharded argument (or, without one, of its
+/// first `loom.shard` annotation) and the mesh it names;
 /// a null attribute when no argument is sharded, failure (with an error)
 /// when the mesh does not exist.
 FailureOr<std::pair<ShardingAttr, MeshOp>> meshOfFunction(Operation *func);

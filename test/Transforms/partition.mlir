@@ -159,3 +159,20 @@ func.func @dropout_block(
   // CHECK: return %{{.*}} : tensor<4x8xf32>
   return %y : tensor<4x16xf32>
 }
+
+// -----
+
+// Partitioning reshards a loom.shard's operand to the annotation (here the
+// local block of a whole value) and removes the annotation.
+loom.mesh @mesh = <tp = 2>
+// CHECK-LABEL: func.func @annotation_block
+func.func @annotation_block(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[E:.*]] = loom.exp %{{.*}} : tensor<4x8xf32>
+  // CHECK: %[[B:.*]] = loom.local_block %[[E]] on @mesh ["tp"] {dim = 1 : i64} : tensor<4x8xf32> -> tensor<4x4xf32>
+  // CHECK-NOT: loom.shard
+  // CHECK: loom.neg %[[B]] : tensor<4x4xf32>
+  %e = loom.exp %x : tensor<4x8xf32>
+  %s = loom.shard %e to <@mesh, [{}, {tp}]> : tensor<4x8xf32>
+  %n = loom.neg %s : tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}

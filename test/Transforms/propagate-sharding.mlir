@@ -117,3 +117,18 @@ func.func @argument_first(
   %s = loom.add %n, %x : (tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<8x8xf32>
   return %s : tensor<8x8xf32>
 }
+
+// -----
+
+// A loom.shard annotation fixes its result's sharding like an argument's:
+// what is computed from it follows, and its operand stays free.
+loom.mesh @mesh = <tp = 2>
+// CHECK-LABEL: func.func @annotation
+func.func @annotation(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // CHECK: %[[E:.*]] = loom.exp %{{.*}} : tensor<4x8xf32>
+  %e = loom.exp %x : tensor<4x8xf32>
+  %s = loom.shard %e to <@mesh, [{}, {tp}]> : tensor<4x8xf32>
+  // CHECK: loom.neg {{.*}} {loom.sharding = [#loom.sharding<@mesh, [{}, {tp}]>]}
+  %n = loom.neg %s : tensor<4x8xf32>
+  return %n : tensor<4x8xf32>
+}

@@ -467,14 +467,14 @@ int runTrain(int argc, char **argv) {
   auto bind = [&](loom_session_t *session,
                   std::map<std::string, TensorInfo> &named,
                   const std::vector<std::vector<char>> &buffers) -> std::string {
-    for (size_t i = 0; i < data.names.size(); ++i) {
-      size_t block = buffers[i].size() / shardCount;
-      if (std::string e = take(loom_session_set_tensor(
-              session, named[data.names[i]].index,
-              buffers[i].data() + block * shardIndex, block));
+    // Each rank takes its block of the global batch (split along the batch,
+    // and along the sequence with sequence parallelism).
+    for (size_t i = 0; i < data.names.size(); ++i)
+      if (std::string e = take(loom_session_set_tensor_whole(
+              session, named[data.names[i]].index, buffers[i].data(),
+              buffers[i].size()));
           !e.empty())
         return e;
-    }
     return "";
   };
   if (batchSize && batchSize != compiledBatch)

@@ -170,6 +170,14 @@ static cl::opt<std::string> reportSvg(
     cl::desc("Draw every parameter as a grid of its blocks, each labelled "
              "with the ranks that hold it, to this SVG file"),
     cl::value_desc("FILE"), cl::cat(parallelCategory));
+static cl::opt<bool> sequenceParallel(
+    "sequence-parallel",
+    cl::desc("Megatron-LM's sequence parallelism: the token inputs are also "
+             "split along the sequence over the tp axis, so layer norms, "
+             "dropout and residual adds run on sequence shards, with an "
+             "all-gather before and a reduce-scatter after each "
+             "tensor-parallel region instead of its all-reduce"),
+    cl::cat(parallelCategory));
 static cl::opt<std::string>
     tpAxis("tp-axis",
            cl::desc("Mesh axis tensor parallelism splits over (default tp)"),
@@ -287,6 +295,11 @@ int main(int argc, char **argv) {
   options.tpPlan = tpPlan;
   options.tpAxis = tpAxis;
   options.reportSvg = reportSvg;
+  options.sequenceParallel = sequenceParallel;
+  if (sequenceParallel && mesh.empty()) {
+    WithColor::error(errs(), "loomc") << "--sequence-parallel needs --mesh\n";
+    return 1;
+  }
   if (!reportSvg.empty() && mesh.empty()) {
     WithColor::error(errs(), "loomc") << "--report-svg needs --mesh\n";
     return 1;

@@ -82,6 +82,9 @@ struct CompilerOptions {
   /// parameters `shard` leaves; "none": only `shard`'s.
   std::string tpPlan = "none";
   std::string tpAxis = "tp";
+  /// Megatron-LM's sequence parallelism: token inputs also split along the
+  /// sequence over `tpAxis`.
+  bool sequenceParallel = false;
   /// Gradient all-reduces are fused into buckets of up to this many bytes
   /// (0: one collective per gradient).
   int64_t bucketBytes = 4 << 20;
