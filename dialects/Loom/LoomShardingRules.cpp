@@ -262,6 +262,10 @@ ShardingRule keepDimsRule(Operation *op, Pred keeps) {
   return std::move(b.rule);
 }
 
+/// gather: the indexed dimension of the input is summed over when split
+/// (each device looks up the indices in its block of rows, zeros for the
+/// others, and the partial results add up: a vocabulary-parallel
+/// embedding); loom-partition gives the local op its block's place.
 ShardingRule gatherRule(GatherOp op) {
   RuleBuilder b(op);
   auto input = op.getInput().getType();
@@ -269,7 +273,7 @@ ShardingRule gatherRule(GatherOp op) {
   int64_t axis = op.getAxis(), out = 0;
   for (int64_t d = 0; d < input.getRank(); ++d) {
     if (d == axis) {
-      b.operand(0, d, b.factor(input.getDimSize(d), FactorKind::Opaque));
+      b.operand(0, d, b.factor(input.getDimSize(d), FactorKind::Reduction));
       for (int64_t k = 0; k < indices.getRank(); ++k) {
         int64_t f = b.factor(indices.getDimSize(k), FactorKind::Parallel);
         b.operand(1, k, f);
@@ -302,7 +306,10 @@ ShardingRule elementsRule(Operation *op, int64_t axis) {
 
 /// scatter_elements: as gather_elements, except that an add into zeros (an
 /// embedding gradient) is a sum over the updates' rows, which devices can
-/// each do for their own rows and then add up.
+/// each do for their own rows and then add up, and its result can be split
+/// along the indexed dimension (each device adds the updates that land in
+/// its block: the gradient of a vocabulary-parallel embedding; loom-partition
+/// gives the local op its block's place).
 ShardingRule scatterRule(ScatterElementsOp op) {
   auto axis = static_cast<int64_t>(op.getAxis());
   ShardingRule rule = elementsRule(op, axis);
@@ -314,6 +321,12 @@ ShardingRule scatterRule(ScatterElementsOp op) {
                    dense.getSplatValue<APFloat>().isZero();
   if (op.getReduction() != ScatterReduction::Add || !intoZeros)
     return rule;
+  int64_t extent = op.getType().getDimSize(axis);
+  if (extent > 1) {
+    int64_t indexed = rule.addFactor(extent, FactorKind::Parallel);
+    rule.results[0][axis].push_back(indexed);
+    rule.operands[0][axis].push_back(indexed);
+  }
   int64_t rows = op.getUpdates().getType().getDimSize(axis);
   if (rows == 1)
     return rule;
@@ -335,6 +348,10 @@ ShardingRule oneHotRule(OneHotOp op) {
     b.operand(0, d, f);
     b.result(0, d < axis ? d : d + 1, f);
   }
+  // The classes can be split too: each device encodes its block of them
+  // (loom-partition shifts the indices into the block).
+  b.result(0, axis,
+           b.factor(static_cast<int64_t>(op.getDepth()), FactorKind::Parallel));
   return std::move(b.rule);
 }
 
@@ -403,7 +420,10 @@ ShardingRule convRule(ConvOp op) {
 }
 
 /// Losses over `[N, C, d...]` scores and `[N, d...]` labels: the class
-/// dimension stays whole; N and d... are parallel, or summed over when the
+/// dimension of a softmax cross-entropy without class weights may be split
+/// (vocabulary-parallel cross-entropy: loom-partition completes the
+/// softmax's maximum and sum and the labels' scores across devices), else
+/// it stays whole; N and d... are parallel, or summed over when the
 /// loss is reduced. A mean over them is an average of equal shards only
 /// without ignore_index or class weights (their divisor depends on the
 /// labels); `loom-propagate-sharding` rewrites those means into sum / count
@@ -420,7 +440,11 @@ FailureOr<ShardingRule> lossRule(LossOp op) {
   int64_t label = 0;
   for (int64_t d = 0; d < scores.getRank(); ++d) {
     if (d == 1) {
-      int64_t c = b.factor(scores.getDimSize(1), FactorKind::Opaque);
+      bool splittable =
+          isa<SoftmaxCrossEntropyOp>(op.getOperation()) && !op.getWeight();
+      int64_t c = b.factor(scores.getDimSize(1), splittable
+                                                     ? FactorKind::Parallel
+                                                     : FactorKind::Opaque);
       b.operand(0, 1, c);
       for (unsigned r = 1; r < op->getNumResults(); ++r)
         b.result(r, 1, c);

@@ -23,11 +23,12 @@ namespace mlir::loom {
 enum class FactorKind {
   /// Appears in a result: every device computes its own block of it.
   Parallel,
-  /// Summed over (a contraction, reduce_sum): every device computes a
-  /// partial sum that an all_reduce completes.
+  /// Summed over (a contraction, reduce_sum, a gather's indexed dimension,
+  /// whose lookups outside a device's block read zeros): every device
+  /// computes a partial sum that an all_reduce completes.
   Reduction,
-  /// Cannot be split (softmax's axis, a reshape that mixes dimensions, a
-  /// gather's indexed dimension): it must be whole on every device.
+  /// Cannot be split (softmax's axis, a reshape that mixes dimensions, the
+  /// indexed axis of gather_elements): it must be whole on every device.
   Opaque,
 };
 

@@ -45,6 +45,10 @@ struct Held {
   DimAxes dims;
   Axes partial;
   ReductionKind kind = ReductionKind::Sum;
+  /// For a partial sum: the split propagation chose for the value, which
+  /// its uses follow (a reduce-scatter completes it into that split, as the
+  /// partial sums of a row-parallel layer meet a sequence-split stream).
+  std::optional<DimAxes> annotated;
 };
 
 class Partitioner {
@@ -240,27 +244,8 @@ private:
   /// Sums of partial sums are partial sums: an add, subtract or negate of
   /// values that are all partial over the same axes (and split alike) stays
   /// partial, so the autodiff's accumulation of several gradient
-  /// contributions costs one all-reduce, not one per contribution; so does
-  /// a sum or mean over dimensions of a partial sum that is otherwise
-  /// whole.
+  /// contributions costs one all-reduce, not one per contribution.
   bool keepPartial(Operation *op) {
-    // Sums over whole dimensions are linear too: the sum of a partial sum
-    // is a partial sum of a smaller tensor (a layer norm's bias gradient
-    // under sequence parallelism is all-reduced after the sum, not before).
-    if (isa<ReduceSumOp, ReduceMeanOp>(op)) {
-      Held held = heldOf(op->getOperand(0));
-      if (held.partial.empty() || held.kind != ReductionKind::Sum ||
-          !isReplicated(held.dims))
-        return false;
-      OpBuilder b(op);
-      Operation *local = b.clone(*op);
-      local->removeAttr(kShardingAttr);
-      have[local->getResult(0)] = {replicated(local->getResult(0).getType()),
-                                   held.partial, ReductionKind::Sum};
-      op->getResult(0).replaceAllUsesWith(local->getResult(0));
-      op->erase();
-      return true;
-    }
     if (!isa<AddOp, SubOp, NegOp>(op) || op->getNumResults() != 1)
       return false;
     Held first = heldOf(op->getOperand(0));
@@ -316,9 +301,11 @@ private:
     suggested.reserve(op->getNumOperands() + op->getNumResults());
     SmallVector<ValueSplit> values;
     for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-      suggested.push_back(gatherForUse.contains(operand)
-                              ? useAxes(operand)
-                              : heldOf(operand).dims);
+      Held held = heldOf(operand);
+      suggested.push_back(gatherForUse.contains(operand) ? useAxes(operand)
+                          : !held.partial.empty() && held.annotated
+                              ? *held.annotated
+                              : held.dims);
       values.push_back({&suggested.back(), &rule->operands[i],
                         isAnchored(operand, [](BlockArgument) { return true; }),
                         /*operand=*/true, bytesOf(operand)});
@@ -391,12 +378,23 @@ private:
       slice.setLimits(limits);
     }
 
+    // Ops whose local form depends on where its block lies along an
+    // indexed dimension (lookups into split tables, one-hot encodings of
+    // split classes, cross-entropy over split classes).
+    SmallVector<Value> localResults(local->getResults());
+    if (failed(placeIndexed(op, local, *rule, factorAxes, localResults)))
+      return failure();
+
     // Sums over split factors are partial on every device (in the results
     // that do not keep the factor as a dimension), completed where used.
-    for (auto [r, result] : llvm::enumerate(local->getResults())) {
+    for (auto [r, result] : llvm::enumerate(localResults)) {
       Held held{resultAxes[r], {}, rule->meanOverReductions
                                        ? ReductionKind::Avg
-                                       : ReductionKind::Sum};
+                                       : ReductionKind::Sum,
+                std::nullopt};
+      if (resultAttrs && resultAttrs.size() == op->getNumResults())
+        if (auto sharding = dyn_cast<ShardingAttr>(resultAttrs[r]))
+          held.annotated = dimAxesOf(sharding);
       for (auto [f, factor] : llvm::enumerate(rule->factors)) {
         bool kept = llvm::any_of(rule->results[r], [&](const auto &dim) {
           return llvm::is_contained(dim, static_cast<int64_t>(f));
@@ -408,6 +406,228 @@ private:
       op->getResult(r).replaceAllUsesWith(result);
     }
     op->erase();
+    return success();
+  }
+
+  /// This device's first index along a dimension split over `axes` into
+  /// blocks of `size` (a rank-0 tensor of `element`).
+  Value blockStart(OpBuilder &b, Location loc, const Axes &axes, int64_t size,
+                   Type element) {
+    MLIRContext *context = b.getContext();
+    auto i64 = RankedTensorType::get({}, b.getI64Type());
+    Value index = BlockIndexOp::create(b, loc, i64, meshRef,
+                                       toArrayAttr(context, axes));
+    Value start = MulOp::create(
+        b, loc, index, ConstantOp::create(b, loc, i64, (double)size));
+    auto type = RankedTensorType::get({}, element);
+    return element.isInteger(64) ? start
+                                 : CastOp::create(b, loc, type, start).getResult();
+  }
+
+  /// Integer `indices` into a dimension of `extent` (negative ones counting
+  /// from the end), shifted into this device's block of `size` along
+  /// `axes`: the shifted indices, with `outside` where they leave the
+  /// block, and whether each lies in the block.
+  std::pair<Value, Value> shiftIntoBlock(OpBuilder &b, Location loc,
+                                         Value indices, int64_t extent,
+                                         const Axes &axes, int64_t size,
+                                         double outside) {
+    auto type = cast<RankedTensorType>(indices.getType());
+    Type element = type.getElementType();
+    auto scalar = [&](double v) -> Value {
+      return ConstantOp::create(b, loc, RankedTensorType::get({}, element), v);
+    };
+    Value negative = LessOp::create(b, loc, indices, scalar(0));
+    Value normal = WhereOp::create(
+        b, loc, negative, AddOp::create(b, loc, indices, scalar(extent)),
+        indices);
+    Value shifted = SubOp::create(b, loc, normal,
+                                  blockStart(b, loc, axes, size, element));
+    Value inside = AndOp::create(
+        b, loc, GreaterEqualOp::create(b, loc, shifted, scalar(0)),
+        LessOp::create(b, loc, shifted, scalar(size)));
+    return {WhereOp::create(b, loc, inside, shifted, scalar(outside)), inside};
+  }
+
+  /// `mask` (of some dimensions of `like`) reshaped to broadcast against
+  /// `like`, whose dimensions [at, at + mask rank) it covers.
+  static Value broadcastMask(OpBuilder &b, Location loc, Value mask,
+                             RankedTensorType like, int64_t at) {
+    auto maskType = cast<RankedTensorType>(mask.getType());
+    SmallVector<int64_t> shape(like.getRank(), 1);
+    for (int64_t d = 0; d < maskType.getRank(); ++d)
+      shape[at + d] = maskType.getDimSize(d);
+    if (ArrayRef<int64_t>(shape) == maskType.getShape())
+      return mask;
+    return ReshapeOp::create(b, loc, maskType.clone(shape), mask);
+  }
+
+  /// The local forms of ops over a split indexed dimension. `local` is the
+  /// op cloned with local types; `results` receives what replaces its
+  /// results (`local` is erased when it is replaced).
+  LogicalResult placeIndexed(Operation *op, Operation *local,
+                             const ShardingRule &rule,
+                             ArrayRef<Axes> factorAxes,
+                             SmallVectorImpl<Value> &results) {
+    auto factorOf = [&](const ShardingRule::ValueFactors &value,
+                        int64_t dim) -> int64_t {
+      return value[dim].empty() ? -1 : value[dim].front();
+    };
+    auto splitOf = [&](int64_t f) -> const Axes * {
+      return f >= 0 && !factorAxes[f].empty() ? &factorAxes[f] : nullptr;
+    };
+    OpBuilder b(local);
+    Location loc = op->getLoc();
+    if (auto gather = dyn_cast<GatherOp>(local)) {
+      // A lookup into this device's block of rows: zeros for indices
+      // outside it, partial sums that add up to the whole lookup.
+      int64_t axis = gather.getAxis();
+      const Axes *axes = splitOf(factorOf(rule.operands[0], axis));
+      if (!axes)
+        return success();
+      auto table = cast<RankedTensorType>(gather.getInput().getType());
+      int64_t whole =
+          cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(axis);
+      auto [safe, inside] =
+          shiftIntoBlock(b, loc, gather.getIndices(), whole, *axes,
+                         table.getDimSize(axis), 0.0);
+      auto resultType = cast<RankedTensorType>(gather.getType());
+      Value looked = GatherOp::create(b, loc, resultType, gather.getInput(),
+                                      safe, gather.getAxisAttr());
+      Value zero = ConstantOp::create(
+          b, loc, RankedTensorType::get({}, resultType.getElementType()), 0.0);
+      results[0] = WhereOp::create(
+          b, loc, broadcastMask(b, loc, inside, resultType, axis), looked, zero);
+      local->erase();
+      return success();
+    }
+    if (auto scatter = dyn_cast<ScatterElementsOp>(local)) {
+      // An add into this device's block of rows of zeros: the updates whose
+      // index lies in the block.
+      int64_t axis = scatter.getAxis();
+      const Axes *axes = splitOf(factorOf(rule.results[0], axis));
+      if (!axes)
+        return success();
+      auto resultType = cast<RankedTensorType>(scatter.getType());
+      int64_t whole =
+          cast<RankedTensorType>(op->getResult(0).getType()).getDimSize(axis);
+      auto [safe, inside] =
+          shiftIntoBlock(b, loc, scatter.getIndices(), whole, *axes,
+                         resultType.getDimSize(axis), 0.0);
+      Value zero = ConstantOp::create(
+          b, loc, RankedTensorType::get({}, resultType.getElementType()), 0.0);
+      Value updates =
+          WhereOp::create(b, loc, inside, scatter.getUpdates(), zero);
+      results[0] = ScatterElementsOp::create(
+          b, loc, resultType, scatter.getInput(), safe, updates,
+          scatter.getAxisAttr(), scatter.getReductionAttr());
+      local->erase();
+      return success();
+    }
+    if (auto oneHot = dyn_cast<OneHotOp>(local)) {
+      // This device's block of the classes: indices shifted into it, the
+      // others encoded as out of range (all off).
+      auto resultType = cast<RankedTensorType>(oneHot.getType());
+      auto attrAxis = static_cast<int64_t>(oneHot.getAxis());
+      int64_t axis =
+          attrAxis < 0 ? attrAxis + resultType.getRank() : attrAxis;
+      const Axes *axes = splitOf(factorOf(rule.results[0], axis));
+      if (!axes)
+        return success();
+      int64_t size = resultType.getDimSize(axis);
+      // Out of range: all off.
+      Value safe = shiftIntoBlock(b, loc, oneHot.getIndices(),
+                                  (int64_t)oneHot.getDepth(), *axes, size,
+                                  (double)size)
+                       .first;
+      results[0] = OneHotOp::create(b, loc, resultType, safe,
+                                    oneHot.getValues(),
+                                    b.getI64IntegerAttr(size),
+                                    oneHot.getAxisAttr());
+      local->erase();
+      return success();
+    }
+    if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(local)) {
+      const Axes *axes = splitOf(factorOf(rule.operands[0], 1));
+      if (!axes)
+        return success();
+      return vocabParallelLoss(op, loss, *axes, results);
+    }
+    return success();
+  }
+
+  /// Softmax cross-entropy over classes split across devices (Megatron-LM's
+  /// vocabulary-parallel cross-entropy): the maximum and the sum of the
+  /// exponentials are completed by all-reduces (max, sum), and so is each
+  /// label's log-probability, which only the device holding its class has.
+  LogicalResult vocabParallelLoss(Operation *op, SoftmaxCrossEntropyOp loss,
+                                  const Axes &axes,
+                                  SmallVectorImpl<Value> &results) {
+    OpBuilder b(loss);
+    Location loc = op->getLoc();
+    MLIRContext *context = b.getContext();
+    ArrayAttr group = toArrayAttr(context, axes);
+    Value scores = loss.getScores(), labels = loss.getLabels();
+    auto scoresType = cast<RankedTensorType>(scores.getType());
+    auto labelType = cast<RankedTensorType>(labels.getType());
+    Type element = scoresType.getElementType();
+    int64_t classes = scoresType.getDimSize(1);
+    int64_t whole =
+        cast<RankedTensorType>(op->getOperand(0).getType()).getDimSize(1);
+    auto complete = [&](Value v, ReductionKind kind) -> Value {
+      return AllReduceOp::create(b, loc, v, meshRef, group,
+                                 ReductionKindAttr::get(context, kind));
+    };
+    Value max = complete(ReduceMaxOp::create(b, loc, scores,
+                                             ArrayRef<int64_t>{1}, true),
+                         ReductionKind::Max);
+    Value shiftedScores = SubOp::create(b, loc, scores, max);
+    Value sum = complete(
+        ReduceSumOp::create(b, loc, ExpOp::create(b, loc, shiftedScores),
+                            ArrayRef<int64_t>{1}, true),
+        ReductionKind::Sum);
+    Value logProb = SubOp::create(b, loc, shiftedScores,
+                                  LogOp::create(b, loc, sum));
+    // Each label's log-probability, from the device holding its class.
+    Type labelElement = labelType.getElementType();
+    Value safe = shiftIntoBlock(b, loc, labels, whole, axes, classes,
+                                (double)classes)
+                     .first;
+    auto offOnType = RankedTensorType::get({2}, element);
+    Value offOn = ConstantOp::create(
+        b, loc,
+        cast<ElementsAttr>(DenseElementsAttr::get(
+            offOnType, ArrayRef<Attribute>{b.getFloatAttr(element, 0.0),
+                                           b.getFloatAttr(element, 1.0)})));
+    Value hot = OneHotOp::create(b, loc, safe, offOn, (uint64_t)classes,
+                                 (uint64_t)1);
+    Value picked = complete(
+        ReduceSumOp::create(b, loc, MulOp::create(b, loc, logProb, hot),
+                            ArrayRef<int64_t>{1}, false),
+        ReductionKind::Sum);
+    Value nll = NegOp::create(b, loc, picked);
+    if (auto ignore = loss.getIgnoreIndex()) {
+      Value ignored = EqualOp::create(
+          b, loc, labels,
+          ConstantOp::create(b, loc, RankedTensorType::get({}, labelElement),
+                             (double)*ignore));
+      nll = WhereOp::create(
+          b, loc, ignored,
+          ConstantOp::create(b, loc, RankedTensorType::get({}, element), 0.0),
+          nll);
+    }
+    Value result = nll;
+    if (loss.getReduction() == LossReduction::Sum)
+      result = ReduceSumOp::create(b, loc, nll, ArrayRef<int64_t>{}, false);
+    else if (loss.getReduction() == LossReduction::Mean)
+      result = ReduceMeanOp::create(b, loc, nll, ArrayRef<int64_t>{}, false);
+    if (result.getType() != loss.getLoss().getType())
+      return loss.emitOpError("internal error: the vocabulary-parallel loss "
+                              "has type ")
+             << result.getType();
+    results[0] = result;
+    results[1] = logProb;
+    loss->erase();
     return success();
   }
 

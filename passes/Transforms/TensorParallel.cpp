@@ -197,6 +197,7 @@ public:
       if (rowOf.count(l.op) && failed(seed(l, l.kDim, "input")))
         return failure();
     }
+    planVocabulary(taken, seeds);
 
     // The trial: seeded weights fixed, the other parameters open.
     DenseSet<Value> open;
@@ -239,6 +240,86 @@ public:
 
 private:
   /// The column-parallel layers feeding `row`'s input, or none (and why).
+  /// Megatron-LM's vocabulary parallelism: an embedding table (gathered at
+  /// the token ids of a data input) split by rows, and an output layer whose
+  /// logits only a softmax cross-entropy reads (through reshapes) split by
+  /// its output features, the classes; the loss is then the
+  /// vocabulary-parallel cross-entropy and the logits are never whole. A
+  /// vocabulary the axis does not divide stays replicated (reported).
+  void planVocabulary(const DenseSet<Operation *> &taken,
+                      DenseMap<Value, DimAxes> &seeds) {
+    auto splitRows = [&](BlockArgument table, int64_t dim, StringRef what) {
+      auto type = cast<RankedTensorType>(table.getType());
+      if (type.getDimSize(dim) % size != 0) {
+        vocabulary[table] = "replicated: " + what.str() + " of " +
+                            std::to_string(type.getDimSize(dim)) +
+                            " entries, which " + std::to_string(size) +
+                            " does not divide";
+        return;
+      }
+      if (auto it = seeds.find(table); it != seeds.end()) {
+        DimAxes axes = replicated(type);
+        axes[dim] = {axis};
+        if (it->second != axes)
+          return; // already split another way
+      }
+      DimAxes axes = replicated(type);
+      axes[dim] = {axis};
+      bool tied = seeds.count(table) && vocabulary.count(table);
+      seeds[table] = axes;
+      vocabulary[table] =
+          tied ? "vocabulary-parallel embedding and output layer (one tied "
+                 "table): its " +
+                     std::to_string(type.getDimSize(dim)) +
+                     " rows split over " + axis.getValue().str()
+               : what.str() + " split by its " +
+                     std::to_string(type.getDimSize(dim)) + " entries over " +
+                     axis.getValue().str();
+    };
+    func.walk([&](GatherOp gather) {
+      auto table = dyn_cast<BlockArgument>(gather.getInput());
+      auto ids = dyn_cast<BlockArgument>(gather.getIndices());
+      if (gather.getAxis() != 0 || !table || !ids || !paramName(table) ||
+          !func.getArgAttr(ids.getArgNumber(), "loom.input") ||
+          cast<RankedTensorType>(table.getType()).getRank() != 2)
+        return;
+      splitRows(table, 0,
+                "vocabulary-parallel embedding: the table's rows (the "
+                "vocabulary)");
+    });
+    for (Linear &l : linears) {
+      if (taken.contains(l.op))
+        continue;
+      // The logits, through reshapes, must reach only a softmax
+      // cross-entropy's scores, with the classes as its class dimension.
+      Value v = l.op.getResult();
+      int64_t classDim = cast<RankedTensorType>(v.getType()).getRank() - 1;
+      bool toLoss = false;
+      while (v.hasOneUse()) {
+        Operation *user = *v.getUsers().begin();
+        if (auto loss = dyn_cast<SoftmaxCrossEntropyOp>(user)) {
+          toLoss = loss.getScores() == v && classDim == 1 && !loss.getWeight();
+          break;
+        }
+        auto reshape = dyn_cast<ReshapeOp>(user);
+        if (!reshape)
+          break;
+        ArrayRef<int64_t> in = reshape.getInput().getType().getShape();
+        ArrayRef<int64_t> out = reshape.getResult().getType().getShape();
+        // The classes stay the innermost dimension, whole.
+        if (in.back() != out.back() || classDim != (int64_t)in.size() - 1)
+          break;
+        classDim = out.size() - 1;
+        v = reshape.getResult();
+      }
+      if (toLoss)
+        splitRows(l.param, l.nDim,
+                  "vocabulary-parallel output layer: its output features "
+                  "(the classes, whose loss is the vocabulary-parallel "
+                  "cross-entropy)");
+    }
+  }
+
   /// A reshape that makes heads of the split features must make a number
   /// of heads the axis divides.
   LogicalResult checkHeads(const DenseSet<Operation *> &splitOps) {
@@ -349,6 +430,8 @@ private:
   }
 
   std::string reasonFor(BlockArgument arg, const DimAxes &axes) {
+    if (auto it = vocabulary.find(arg); it != vocabulary.end())
+      return it->second;
     for (Linear &l : linears) {
       if (l.param != arg)
         continue;
@@ -381,8 +464,8 @@ private:
              "split dimension)";
     for (Operation *user : arg.getUsers()) {
       if (isa<GatherOp>(user))
-        return "replicated: an embedding table (the vocabulary-parallel "
-               "embedding is not planned yet)";
+        return "replicated: a table looked up at positions that are not "
+               "token ids (a data input), such as a position embedding";
       if (isa<LayerNormOp>(user) || isa<BatchNormOp, BatchNormTrainOp>(user))
         return "replicated: a normalization's scale or bias, which acts on "
                "whole features";
@@ -405,6 +488,8 @@ private:
   DenseMap<Operation *, std::string> failures;
   /// The ops of all accepted pairs that carry a split.
   DenseSet<Operation *> regions;
+  /// What the vocabulary plan did with a table or output layer, and why.
+  DenseMap<Value, std::string> vocabulary;
 };
 
 /// The function whose forward pass the plan reads.

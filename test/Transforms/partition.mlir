@@ -176,3 +176,78 @@ func.func @annotation_block(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
   %n = loom.neg %s : tensor<4x8xf32>
   return %n : tensor<4x8xf32>
 }
+
+// -----
+
+// A lookup into a table split by rows (a vocabulary-parallel embedding):
+// each device shifts the ids into its block, looks up the ones inside it,
+// zeros the others, and the partial sums are all-reduced where used.
+loom.mesh @mesh = <tp = 2>
+// CHECK-LABEL: func.func @vocabulary_lookup
+// CHECK-SAME: %[[T:[a-z0-9]+]]: tensor<4x3xf32>
+func.func @vocabulary_lookup(
+    %table: tensor<8x3xf32> {loom.sharding = #loom.sharding<@mesh, [{tp}, {}]>},
+    %ids: tensor<2x5xi64>) -> tensor<2x5x3xf32> {
+  // CHECK: %[[I:.*]] = loom.block_index on @mesh ["tp"] : tensor<i64>
+  // CHECK: %[[START:.*]] = loom.mul %[[I]], %{{.*}}
+  // CHECK: %[[SHIFTED:.*]] = loom.sub %{{.*}}, %[[START]]
+  // CHECK: %[[INSIDE:.*]] = loom.and
+  // CHECK: %[[SAFE:.*]] = loom.where %[[INSIDE]], %[[SHIFTED]]
+  // CHECK: %[[ROWS:.*]] = loom.gather %[[T]], %[[SAFE]] {axis = 0 : i64} : (tensor<4x3xf32>, tensor<2x5xi64>) -> tensor<2x5x3xf32>
+  // CHECK: %[[MASK:.*]] = loom.reshape %[[INSIDE]] : tensor<2x5xi1> -> tensor<2x5x1xi1>
+  // CHECK: %[[PART:.*]] = loom.where %[[MASK]], %[[ROWS]]
+  // CHECK: %[[SUM:.*]] = loom.all_reduce sum %[[PART]] on @mesh ["tp"]
+  // CHECK: return %[[SUM]]
+  %e = loom.gather %table, %ids {axis = 0 : i64} : (tensor<8x3xf32>, tensor<2x5xi64>) -> tensor<2x5x3xf32>
+  return %e : tensor<2x5x3xf32>
+}
+
+// -----
+
+// Softmax cross-entropy over classes split across devices (Megatron-LM's
+// vocabulary-parallel cross-entropy): the maximum, the sum of exponentials
+// and each label's log-probability are completed by all-reduces; the
+// log-probabilities stay split.
+loom.mesh @mesh = <tp = 2>
+// CHECK-LABEL: func.func @vocabulary_loss
+func.func @vocabulary_loss(
+    %scores: tensor<4x8xf32> {loom.sharding = #loom.sharding<@mesh, [{}, {tp}]>},
+    %labels: tensor<4xi64>) -> (tensor<f32>, tensor<4x8xf32>) {
+  // CHECK: %[[MAX:.*]] = loom.reduce_max %{{.*}} {axes = array<i64: 1>, keepdims} : (tensor<4x4xf32>) -> tensor<4x1xf32>
+  // CHECK: loom.all_reduce max %[[MAX]] on @mesh ["tp"]
+  // CHECK: %[[SUM:.*]] = loom.reduce_sum {{.*}} -> tensor<4x1xf32>
+  // CHECK: loom.all_reduce sum %[[SUM]] on @mesh ["tp"]
+  // CHECK: loom.one_hot %{{.*}} {axis = 1 : i64, depth = 4 : i64}
+  // CHECK: %[[PICKED:.*]] = loom.reduce_sum {{.*}} -> tensor<4xf32>
+  // CHECK: loom.all_reduce sum %[[PICKED]] on @mesh ["tp"]
+  // CHECK-NOT: loom.all_gather
+  // CHECK: return %{{.*}}, %{{.*}} : tensor<f32>, tensor<4x4xf32>
+  %loss, %logp = loom.softmax_cross_entropy mean %scores, %labels : (tensor<4x8xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<4x8xf32>)
+  return %loss, %logp : tensor<f32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The embedding's gradient into a table split by rows: each device adds
+// the updates whose id lies in its block (the others zeroed) into its block
+// of zeros; a one-hot encoding of split classes encodes ids outside the
+// block as all off.
+loom.mesh @mesh = <tp = 2>
+// CHECK-LABEL: func.func @vocabulary_gradient
+func.func @vocabulary_gradient(
+    %ids: tensor<6x3xi64>, %g: tensor<6x3xf32>, %labels: tensor<6xi64>,
+    %w: tensor<8x3xf32> {loom.sharding = #loom.sharding<@mesh, [{tp}, {}]>},
+    %c: tensor<6x8xf32> {loom.sharding = #loom.sharding<@mesh, [{}, {tp}]>})
+    -> (tensor<8x3xf32>, tensor<6x8xf32>) {
+  // CHECK: %[[UPD:.*]] = loom.where %{{.*}}, %{{.*}}, %{{.*}} : (tensor<6x3xi1>, tensor<6x3xf32>, tensor<f32>) -> tensor<6x3xf32>
+  // CHECK: loom.scatter_elements %{{.*}}, %{{.*}}, %[[UPD]] add {axis = 0 : i64} : (tensor<4x3xf32>, tensor<6x3xi64>, tensor<6x3xf32>) -> tensor<4x3xf32>
+  // CHECK: loom.one_hot %{{.*}}, %{{.*}} {axis = 1 : i64, depth = 4 : i64} : (tensor<6xi64>, tensor<2xf32>) -> tensor<6x4xf32>
+  // CHECK-NOT: loom.all_gather
+  %zeros = loom.constant dense<0.0> : tensor<8x3xf32>
+  %s = loom.scatter_elements %zeros, %ids, %g add {axis = 0 : i64} : (tensor<8x3xf32>, tensor<6x3xi64>, tensor<6x3xf32>) -> tensor<8x3xf32>
+  %u = loom.add %w, %s : (tensor<8x3xf32>, tensor<8x3xf32>) -> tensor<8x3xf32>
+  %offon = loom.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  %h = loom.one_hot %labels, %offon {depth = 8 : i64, axis = 1 : i64} : (tensor<6xi64>, tensor<2xf32>) -> tensor<6x8xf32>
+  %m = loom.mul %h, %c : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
+  return %u, %m : tensor<8x3xf32>, tensor<6x8xf32>
+}

@@ -4,9 +4,11 @@
 Usage:  python3 test/e2e/training/generate.py [MODEL ...]
 
 With model names (mlp, dropout_mlp, cnn, cnn_pool, gcnn, lstm, gru, gpt,
-gpt_heads4, moe_gather, op_zoo), only those fixtures are written.
-gpt_heads4 is the decoder with 4 attention heads, exported only (the
-tensor-parallel tests compare it with one Loom process on tp=4).
+gpt_heads4, gpt_tied, gpt_unfused, moe_gather, op_zoo), only those fixtures are written.
+gpt_heads4 is the decoder with 4 attention heads, gpt_tied the same with
+its output layer tied to the token embedding, and gpt_unfused a decoder with
+separate query/key/value projections and no biases (opset 14), exported only (the
+tensor-parallel tests compare them with one Loom process).
 
 For each model below: export the forward function (or, for the GPT-style
 decoder, the forward function *with its loss*) to ONNX with its initial
@@ -220,12 +222,73 @@ class OpZoo(nn.Module):
         return self.head(written + added)
 
 
+class UnfusedBlock(nn.Module):
+    """A decoder block with separate query, key and value projections and no
+    biases anywhere (as LLaMA-style models are written)."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.q = nn.Linear(d, d, bias=False)
+        self.k = nn.Linear(d, d, bias=False)
+        self.v = nn.Linear(d, d, bias=False)
+        self.o = nn.Linear(d, d, bias=False)
+        self.ln2 = nn.LayerNorm(d)
+        self.up = nn.Linear(d, 4 * d, bias=False)
+        self.down = nn.Linear(4 * d, d, bias=False)
+
+    def forward(self, x):
+        B, T, C = x.shape
+        h = self.ln1(x)
+
+        def heads(t):
+            return t.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+
+        q, k, v = heads(self.q(h)), heads(self.k(h)), heads(self.v(h))
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // self.heads))
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, C)
+        x = x + self.o(y)
+        return x + self.down(F.gelu(self.up(self.ln2(x))))
+
+
+class UnfusedGPT(nn.Module):
+    """The decoder with unfused attention and no biases, loss inside."""
+
+    def __init__(self, vocab=64, seq_len=16, d=32, heads=4, layers=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(seq_len, d)
+        self.blocks = nn.ModuleList([UnfusedBlock(d, heads) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+        # Layer norms off their defaults (the exporter would merge equal
+        # initializers into one).
+        g = torch.Generator().manual_seed(2)
+        for m in self.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.data.copy_(1.0 + 0.1 * torch.randn(d, generator=g))
+                m.bias.data.copy_(0.1 * torch.randn(d, generator=g))
+
+    def forward(self, tokens, targets):
+        T = tokens.shape[1]
+        x = self.tok(tokens) + self.pos(torch.arange(T))
+        for block in self.blocks:
+            x = block(x)
+        logits = self.head(self.ln_f(x))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
 class GPTWithLoss(nn.Module):
     """The decoder with its next-token loss inside the exported graph."""
 
-    def __init__(self, n_heads=2):
+    def __init__(self, n_heads=2, tied=False):
         super().__init__()
         self.gpt = GPT(vocab=64, seq_len=16, d_model=32, n_heads=n_heads, n_layers=2)
+        if tied:  # one table for the token embedding and the output layer
+            self.gpt.lm_head.weight = self.gpt.tok_emb.weight
 
     def forward(self, tokens, targets):
         logits = self.gpt(tokens)
@@ -329,7 +392,7 @@ def main():
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
     known = {"mlp", "dropout_mlp", "cnn", "cnn_pool", "gcnn", "lstm", "gru", "gpt",
-             "gpt_heads4", "moe_gather", "op_zoo"}
+             "gpt_heads4", "gpt_tied", "gpt_unfused", "moe_gather", "op_zoo"}
     if only - known:
         sys.exit(f"unknown models {sorted(only - known)}; known: {sorted(known)}")
 
@@ -459,6 +522,14 @@ def main():
     if wanted("gpt_heads4"):
         torch.manual_seed(0)
         export(GPTWithLoss(n_heads=4), "gpt_heads4", (tokens, targets),
+               ["tokens", "targets"], ["loss"], 17)
+    if wanted("gpt_unfused"):
+        torch.manual_seed(0)
+        export(UnfusedGPT(), "gpt_unfused", (tokens, targets),
+               ["tokens", "targets"], ["loss"], 14)
+    if wanted("gpt_tied"):
+        torch.manual_seed(0)
+        export(GPTWithLoss(n_heads=4, tied=True), "gpt_tied", (tokens, targets),
                ["tokens", "targets"], ["loss"], 17)
 
 
