@@ -9,7 +9,7 @@
 //     allow-return-allocs-from-loops},
 //   buffer-results-to-out-params{modify-public-functions hoist-static-allocs},
 //   loom-expose-entry-points, buffer-deallocation-pipeline,
-//   loom-matmul-to-kernel, loom-memref-copy-to-linalg,
+//   loom-matmul-to-kernel, loom-buffer-peak, loom-memref-copy-to-linalg,
 //   convert-linalg-to-loops (from -O2: loom-split-reductions,
 //   convert-linalg-to-parallel-loops),
 //   expand-strided-metadata, lower-affine,
@@ -72,6 +72,8 @@ void loom::buildLoomLinalgToLLVMPipeline(
   pm.addPass(createLoomExposeEntryPointsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createLoomMatmulToKernelPass());
+  // What the temporaries of each entry point will hold at most.
+  pm.addPass(createLoomBufferPeakPass());
   pm.addNestedPass<func::FuncOp>(createLoomMemrefCopyToLinalgPass());
   // From -O2, parallel dimensions become scf.parallel, and large nests run
   // on the runtime's threads.

@@ -8,11 +8,17 @@
 // costs each time (glibc maps large blocks and returns them to the kernel).
 //
 // Blocks are 64-byte aligned, with a 64-byte header that records their
-// size class. Up to kCacheLimit bytes of freed blocks are kept, per exact
-// size; the rest go back to malloc.
+// size class and the size asked for. Up to kCacheLimit bytes of freed
+// blocks are kept, per exact size; the rest go back to malloc.
+//
+// The bytes asked for and not yet freed are counted, with their
+// high-water mark: the memory a bundle's temporaries take at most, which
+// `loom-buffer-peak` predicts from the compiled code
+// (loom_session_memory_stats).
 //
 //===----------------------------------------------------------------------===//
 
+#include "Allocator.h"
 #include "loom/runtime.h"
 
 #include <cstddef>
@@ -31,6 +37,8 @@ struct BlockCache {
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<void *>> free;
   size_t cachedBytes = 0;
+  /// Bytes asked for and not freed, and their most since the last reset.
+  size_t liveBytes = 0, peakBytes = 0;
 
   ~BlockCache() {
     for (auto &[size, blocks] : free)
@@ -44,23 +52,41 @@ BlockCache &cache() {
   return *instance;
 }
 
+/// Counts `size` bytes as alive (or, negative, freed).
+void account(BlockCache &c, size_t size, bool alive) {
+  if (alive) {
+    c.liveBytes += size;
+    if (c.liveBytes > c.peakBytes)
+      c.peakBytes = c.liveBytes;
+  } else {
+    c.liveBytes -= size;
+  }
+}
+
 void *allocate(size_t size) {
   size_t rounded = (size + kHeader - 1) / kHeader * kHeader;
   BlockCache &c = cache();
+  void *block = nullptr;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     auto it = c.free.find(rounded);
     if (it != c.free.end() && !it->second.empty()) {
-      void *block = it->second.back();
+      block = it->second.back();
       it->second.pop_back();
       c.cachedBytes -= rounded;
-      return static_cast<char *>(block) + kHeader;
     }
   }
-  void *block = std::aligned_alloc(kHeader, rounded + kHeader);
-  if (!block)
-    return nullptr;
-  *static_cast<size_t *>(block) = rounded;
+  if (!block) {
+    block = std::aligned_alloc(kHeader, rounded + kHeader);
+    if (!block)
+      return nullptr;
+    static_cast<size_t *>(block)[0] = rounded;
+  }
+  static_cast<size_t *>(block)[1] = size;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    account(c, size, /*alive=*/true);
+  }
   return static_cast<char *>(block) + kHeader;
 }
 
@@ -68,10 +94,11 @@ void release(void *pointer) {
   if (!pointer)
     return;
   void *block = static_cast<char *>(pointer) - kHeader;
-  size_t rounded = *static_cast<size_t *>(block);
+  size_t rounded = static_cast<size_t *>(block)[0];
   BlockCache &c = cache();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
+    account(c, static_cast<size_t *>(block)[1], /*alive=*/false);
     if (c.cachedBytes + rounded <= kCacheLimit) {
       c.free[rounded].push_back(block);
       c.cachedBytes += rounded;
@@ -98,4 +125,19 @@ extern "C" LOOM_API void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
 
 extern "C" LOOM_API void _mlir_memref_to_llvm_free(void *pointer) {
   release(pointer);
+}
+
+namespace loom::rt {
+void temporaryBytes(size_t *live, size_t *peak) {
+  BlockCache &c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  *live = c.liveBytes;
+  *peak = c.peakBytes;
+}
+} // namespace loom::rt
+
+extern "C" LOOM_API void loom_memory_reset_peak(void) {
+  BlockCache &c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.peakBytes = c.liveBytes;
 }

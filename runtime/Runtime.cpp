@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Allocator.h"
 #include "Collectives.h"
 #include "loom/runtime.h"
 
@@ -166,6 +167,8 @@ struct loom_session_t {
   std::shared_ptr<loom::comm::Communicator> communicator;
   /// The device mesh the bundle was partitioned for (empty: one device).
   std::vector<std::pair<std::string, int64_t>> mesh;
+  /// The compiler's prediction of the entry point's temporaries (0: none).
+  size_t predictedTemporaryPeak = 0;
 
   ~loom_session_t() {
     if (library)
@@ -443,6 +446,10 @@ static loom_status_t createSession(const std::string &dir,
     return bad("cannot load " + library + ": " + (why ? why : "unknown error"));
   }
   std::string symbol = entry->value("symbol", "");
+  if (entry->contains("temporary_peak_bytes") &&
+      (*entry)["temporary_peak_bytes"].is_number_unsigned())
+    session->predictedTemporaryPeak =
+        (*entry)["temporary_peak_bytes"].get<size_t>();
   session->entry =
       reinterpret_cast<void (*)(void **)>(dlsym(session->library, symbol.c_str()));
   if (!session->entry)
@@ -571,6 +578,26 @@ BlockPlace blockPlace(const loom_session_t &session, const Tensor &t,
 } // namespace
 
 extern "C" {
+
+loom_status_t loom_session_memory_stats(const loom_session_t *session,
+                                        loom_memory_stats_t *out_stats) {
+  if (!session || !out_stats)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "session and out_stats must not be NULL");
+  *out_stats = loom_memory_stats_t{};
+  for (const Tensor &t : session->tensors) {
+    switch (t.kind) {
+    case LOOM_TENSOR_PARAMETER: out_stats->parameter_bytes += t.bytes; break;
+    case LOOM_TENSOR_STATE: out_stats->state_bytes += t.bytes; break;
+    case LOOM_TENSOR_INPUT: out_stats->input_bytes += t.bytes; break;
+    case LOOM_TENSOR_OUTPUT: out_stats->output_bytes += t.bytes; break;
+    }
+  }
+  loom::rt::temporaryBytes(&out_stats->temporary_bytes,
+                           &out_stats->temporary_peak_bytes);
+  out_stats->predicted_temporary_peak_bytes = session->predictedTemporaryPeak;
+  return nullptr;
+}
 
 int64_t loom_session_mesh_devices(const loom_session_t *session) {
   int64_t devices = 1;

@@ -166,6 +166,31 @@ LOOM_API loom_status_t loom_session_tensor_shard(const loom_session_t *session,
 LOOM_API loom_status_t
 loom_session_tensor_whole_shape(const loom_session_t *session, size_t index,
                                 int32_t *out_rank, int64_t *out_shape);
+/** What a session's buffers take and what compiled code's temporaries
+ *  take (the latter per process: every session's calls share libloomrt's
+ *  allocator). Filled by loom_session_memory_stats. */
+typedef struct loom_memory_stats_t {
+  /** The session's own buffers, allocated when it was created. */
+  size_t parameter_bytes;
+  size_t state_bytes;
+  size_t input_bytes;
+  size_t output_bytes;
+  /** Bytes compiled code has asked for and not freed now, and their most
+   *  since the process started or loom_memory_reset_peak. */
+  size_t temporary_bytes;
+  size_t temporary_peak_bytes;
+  /** The compiler's prediction of the temporaries' peak for one call of
+   *  the session's entry point (loom-buffer-peak; 0 if the bundle has
+   *  none). */
+  size_t predicted_temporary_peak_bytes;
+} loom_memory_stats_t;
+
+/** Fills `out_stats` for `session`. Thread-safe. */
+LOOM_API loom_status_t loom_session_memory_stats(
+    const loom_session_t *session, loom_memory_stats_t *out_stats);
+/** Starts the temporaries' high-water mark again from what is alive now. */
+LOOM_API void loom_memory_reset_peak(void);
+
 /** Sets input, parameter or state `index` from its whole value (`bytes` of
  *  dense row-major data of its whole shape): a split tensor takes this
  *  rank's block, which needs no communication. The caller keeps `data`. */

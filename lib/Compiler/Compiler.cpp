@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -100,6 +101,42 @@ OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
   return importOnnxFile(&context, path, options.import);
 }
 
+/// The memory one rank's process holds for the training step (or the first
+/// entry point) once compiled: the tensors the runtime allocates for its
+/// arguments and the most its temporaries take at once (loom-buffer-peak).
+/// `loom-run train --memory-stats` measures the same quantities.
+static void printCompiledMemory(ModuleOp llvmModule,
+                                ArrayRef<EntrySignature> entries) {
+  if (entries.empty())
+    return;
+  const EntrySignature *entry = &entries.front();
+  for (const EntrySignature &e : entries)
+    if (e.name == "train_step")
+      entry = &e;
+  int64_t bytes[4] = {0, 0, 0, 0};
+  for (const EntryArgument &arg : entry->arguments)
+    bytes[static_cast<int>(arg.kind)] += arg.bytes;
+  int64_t temporaries = 0;
+  if (auto peaks = llvmModule->getAttrOfType<DictionaryAttr>("loom.buffer_peak"))
+    if (auto peak = peaks.getAs<IntegerAttr>(entry->name))
+      temporaries = peak.getInt();
+  llvm::raw_ostream &os = llvm::outs();
+  os << "compiled @" << entry->name
+     << " per rank (what loom-run train --memory-stats measures):\n";
+  auto line = [&](StringRef what, int64_t value) {
+    os << llvm::format("  %-18s %12lld bytes\n", what.str().c_str(),
+                       static_cast<long long>(value));
+  };
+  using Kind = EntryArgument::Kind;
+  line("parameters", bytes[static_cast<int>(Kind::Parameter)]);
+  line("optimizer state", bytes[static_cast<int>(Kind::State)]);
+  line("inputs", bytes[static_cast<int>(Kind::Input)]);
+  line("outputs", bytes[static_cast<int>(Kind::Output)]);
+  line("temporaries peak", temporaries);
+  line("total", bytes[0] + bytes[1] + bytes[2] + bytes[3] + temporaries);
+  os.flush();
+}
+
 LogicalResult mlir::loom::runPipeline(ModuleOp module, EmitPhase phase,
                                       unsigned optLevel, bool simplify) {
   PassManager pm(module->getName());
@@ -179,6 +216,17 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
   }
 
+  if (options.report && options.mesh.empty()) {
+    PassManager pm(module.get()->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    LoomMemoryReportPassOptions report;
+    report.parameters = true;
+    pm.addPass(createLoomMemoryReportPass(report));
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+
   if (!options.mesh.empty()) {
     PassManager pm(module.get()->getName());
     if (failed(applyPassManagerCLOptions(pm)))
@@ -243,6 +291,9 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
                          options.optLevel,
                          /*simplify=*/phase < EmitPhase::Obj)))
     return failure();
+
+  if (options.report && phase >= EmitPhase::Obj)
+    printCompiledMemory(*module, entries);
 
   if (phase == EmitPhase::Bundle)
     return writeBundle(*module, entries, options.optLevel, options.outputPath,

@@ -106,6 +106,8 @@ makeArgument(Type type, DictionaryAttr attrs, EntryArgument::Kind kind,
   if (failed(dtype))
     return failure();
   arg.dtype = *dtype;
+  arg.bytes = tensor.getNumElements() *
+              ((tensor.getElementTypeBitWidth() + 7) / 8);
   StringRef nameAttr = kind == EntryArgument::Kind::Parameter ? "loom.param"
                        : kind == EntryArgument::Kind::State   ? "loom.state"
                        : kind == EntryArgument::Kind::Input   ? "loom.input"
@@ -389,7 +391,7 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
   if (std::error_code ec = llvm::sys::fs::create_directory(tmpDir))
     return emitError(loc) << "cannot create a directory next to " << path
                           << ": " << ec.message();
-  auto cleanup = llvm::make_scope_exit(
+  llvm::scope_exit cleanup(
       [&] { (void)llvm::sys::fs::remove_directories(tmpDir); });
   auto inTmp = [&](StringRef file) {
     SmallString<256> p(tmpDir);
@@ -473,10 +475,15 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
       }
       arguments.push_back(std::move(obj));
     }
-    jsonEntries.push_back(llvm::json::Object{
-        {"name", entry.name},
-        {"symbol", "loom_entry_" + entry.name},
-        {"arguments", std::move(arguments)}});
+    llvm::json::Object jsonEntry{{"name", entry.name},
+                                 {"symbol", "loom_entry_" + entry.name},
+                                 {"arguments", std::move(arguments)}};
+    // The compiler's prediction of the temporaries' peak (loom-buffer-peak).
+    if (auto peaks =
+            llvmModule->getAttrOfType<DictionaryAttr>("loom.buffer_peak"))
+      if (auto peak = peaks.getAs<IntegerAttr>(entry.name))
+        jsonEntry["temporary_peak_bytes"] = peak.getInt();
+    jsonEntries.push_back(std::move(jsonEntry));
   }
   if (failed(writeFile(loc, inTmp("params.bin"), [&](llvm::raw_ostream &os) {
         os.write(params.data(), params.size());

@@ -93,6 +93,25 @@ def LoomDuplicateFillsPass
                            "::mlir::tensor::TensorDialect"];
 }
 
+def LoomBufferPeakPass : Pass<"loom-buffer-peak", "::mlir::ModuleOp"> {
+  let summary = "predicts the peak bytes of the temporaries each entry point allocates";
+  let description = [{
+    Runs on bufferized code, after buffer deallocation: for every public
+    function, walks its ops in program order (into loop bodies once, and
+    into the functions it calls) adding the bytes of each `memref.alloc`
+    and taking off those of each `memref.dealloc`, and records the most
+    alive at once in the module attribute `loom.buffer_peak` (a dictionary
+    from function name to bytes). These are the buffers the compiled code
+    asks libloomrt's allocator for, so the runtime's high-water mark of its
+    allocations (`loom_session_memory_stats`, `loom-run train
+    --memory-stats`) measures the same quantity; the arguments (parameters,
+    state, inputs and outputs, which the runtime allocates once) come on
+    top. Kernels' own workspaces (convolutions' im2col) are not included.
+    `loomc` writes the figures to the bundle's manifest and `--report`
+    prints them.
+  }];
+}
+
 def LoomMatmulToKernelPass
     : Pass<"loom-matmul-to-kernel", "::mlir::ModuleOp"> {
   let summary = "hands bufferized f32 matmuls and grouped 2-D convolutions to the runtime's kernels";

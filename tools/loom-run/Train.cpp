@@ -143,6 +143,14 @@ static cl::opt<std::string>
                cl::value_desc("DIR"), cl::sub(trainCommand),
                cl::cat(trainCategory));
 
+static cl::opt<bool> memoryStats(
+    "memory-stats",
+    cl::desc("After training, print what rank 0 held: its parameters, "
+             "optimizer state, inputs and outputs, and the most the compiled "
+             "code's temporaries took at once during the training steps, "
+             "next to the compiler's prediction (loomc --report)"),
+    cl::sub(trainCommand), cl::cat(trainCategory));
+
 static cl::OptionCategory distributedCategory("loom-run train: several ranks");
 static cl::opt<unsigned>
     nprocs("nproc",
@@ -695,6 +703,9 @@ int runTrain(int argc, char **argv) {
     log << ", " << world << " ranks of " << batch / shardCount
         << " samples each";
   log << "\n";
+  // The temporaries' high-water mark counts from here: the training steps
+  // (and evaluations between them).
+  loom_memory_reset_peak();
   while (step < totalSteps && !stopped) {
     int64_t epoch = loader.position().epoch;
     if (std::string e = bind(train.get(), tensors, loader.next()); !e.empty())
@@ -763,6 +774,28 @@ int runTrain(int argc, char **argv) {
         return 1;
   }
 
+  if (memoryStats) {
+    loom_memory_stats_t m;
+    if (std::string e = take(loom_session_memory_stats(train.get(), &m));
+        !e.empty())
+      return fail(e);
+    auto mib = [](size_t bytes) { return format("%.3f MiB", bytes / 1048576.0); };
+    log << "memory of rank 0: parameters " << m.parameter_bytes
+        << " B, optimizer state " << m.state_bytes << " B, inputs "
+        << m.input_bytes << " B, outputs " << m.output_bytes << " B ("
+        << mib(m.parameter_bytes + m.state_bytes + m.input_bytes +
+               m.output_bytes)
+        << ")\n";
+    log << "temporaries of rank 0: peak " << m.temporary_peak_bytes << " B ("
+        << mib(m.temporary_peak_bytes) << "), predicted "
+        << m.predicted_temporary_peak_bytes << " B";
+    if (m.predicted_temporary_peak_bytes)
+      log << format(" (%+.1f%%)",
+                    100.0 * ((double)m.temporary_peak_bytes /
+                                 (double)m.predicted_temporary_peak_bytes -
+                             1.0));
+    log << "\n";
+  }
   if (!plotPath.empty() && leader) {
     std::vector<Curve> curves{trainCurve};
     if (!valCurve.points.empty())

@@ -208,8 +208,11 @@ static cl::opt<bool>
                  cl::desc("Print the bytes one rank holds for train_step "
                           "(parameters, gradients, optimizer state, peak "
                           "activations), every parameter's sharding and "
-                          "tensor-parallel plan, and the collectives of one "
-                          "step with their bytes"),
+                          "tensor-parallel plan, the collectives of one "
+                          "step with their bytes, and, when compiling to a "
+                          "bundle or object, the compiled step's memory: "
+                          "its arguments and the peak of its temporaries, "
+                          "which loom-run train --memory-stats measures"),
                  cl::cat(parallelCategory));
 
 int main(int argc, char **argv) {

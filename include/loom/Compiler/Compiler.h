@@ -95,7 +95,8 @@ struct CompilerOptions {
   int64_t zero = 0;
   /// Print per-rank memory (parameters, gradients, optimizer state, peak
   /// activations) of the training step, every parameter's sharding and the
-  /// collectives of one step.
+  /// collectives of one step; from EmitPhase::Obj, also the compiled step's
+  /// arguments and the peak of its temporaries (loom-buffer-peak).
   bool report = false;
   /// Draw every parameter's blocks and the ranks holding them to this SVG
   /// file (empty: none).

@@ -43,6 +43,8 @@ struct EntryArgument {
   /// int32, int16, int8, bool.
   std::string dtype;
   SmallVector<int64_t> shape;
+  /// Bytes of the tensor (of one rank's block when it is split).
+  int64_t bytes = 0;
   /// Initial value of a parameter (little-endian, dense), empty otherwise.
   std::vector<char> initialValue;
   /// For an output: the parameter or state it replaces after each run

@@ -176,6 +176,34 @@ int main(int argc, char **argv) {
   EXPECT_CODE(loom_session_run(session), LOOM_STATUS_OK);
   EXPECT(memcmp(first, tensor_floats(session, "logits"), sizeof(first)) == 0);
 
+  /* Memory: the session's buffers by kind, and the temporaries of one run,
+     measured by libloomrt's allocator, against the compiler's prediction
+     in the manifest (loom-buffer-peak). */
+  loom_memory_stats_t stats;
+  EXPECT_CODE(loom_session_memory_stats(NULL, &stats),
+              LOOM_STATUS_INVALID_ARGUMENT);
+  size_t by_kind[4] = {0, 0, 0, 0};
+  for (size_t i = 0; i < loom_session_tensor_count(session); ++i) {
+    EXPECT_CODE(loom_session_tensor_info(session, i, &info), LOOM_STATUS_OK);
+    by_kind[info.kind] += info.bytes;
+  }
+  loom_memory_reset_peak();
+  EXPECT_CODE(loom_session_run(session), LOOM_STATUS_OK);
+  EXPECT_CODE(loom_session_memory_stats(session, &stats), LOOM_STATUS_OK);
+  EXPECT(stats.parameter_bytes == by_kind[LOOM_TENSOR_PARAMETER] &&
+         stats.parameter_bytes == (784 * 256 + 256 + 256 * 256 + 256 +
+                                   256 * 10 + 10) * sizeof(float));
+  EXPECT(stats.input_bytes == by_kind[LOOM_TENSOR_INPUT] &&
+         stats.output_bytes == by_kind[LOOM_TENSOR_OUTPUT] &&
+         stats.state_bytes == 0);
+  printf("temporaries of one run: peak %zu bytes, predicted %zu bytes, %zu "
+         "alive after it\n",
+         stats.temporary_peak_bytes, stats.predicted_temporary_peak_bytes,
+         stats.temporary_bytes);
+  EXPECT(stats.temporary_bytes == 0);
+  EXPECT(stats.predicted_temporary_peak_bytes > 0 &&
+         stats.temporary_peak_bytes == stats.predicted_temporary_peak_bytes);
+
   loom_session_destroy(session);
   loom_session_destroy(NULL);
   loom_status_free(NULL);
