@@ -16,6 +16,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -795,6 +796,18 @@ int runTrain(int argc, char **argv) {
                                  (double)m.predicted_temporary_peak_bytes -
                              1.0));
     log << "\n";
+    // One record in the JSON metrics (CSV rows are steps only).
+    if (metrics.is_open() && !csv) {
+      metrics << formatv("{{\"step\": {0}, \"memory\": {{\"parameter_bytes\": "
+                         "{1}, \"state_bytes\": {2}, \"input_bytes\": {3}, "
+                         "\"output_bytes\": {4}, \"temporary_peak_bytes\": "
+                         "{5}, \"predicted_temporary_peak_bytes\": {6}}}\n",
+                         step, m.parameter_bytes, m.state_bytes, m.input_bytes,
+                         m.output_bytes, m.temporary_peak_bytes,
+                         m.predicted_temporary_peak_bytes)
+                     .str();
+      metrics.flush();
+    }
   }
   if (!plotPath.empty() && leader) {
     std::vector<Curve> curves{trainCurve};
