@@ -9,7 +9,7 @@
 //     allow-return-allocs-from-loops},
 //   buffer-results-to-out-params{modify-public-functions hoist-static-allocs},
 //   loom-expose-entry-points, buffer-deallocation-pipeline,
-//   loom-matmul-to-kernel, loom-buffer-peak, loom-memref-copy-to-linalg,
+//   loom-dealloc-at-last-use, loom-matmul-to-kernel, loom-buffer-peak, loom-memref-copy-to-linalg,
 //   convert-linalg-to-loops (from -O2: loom-split-reductions,
 //   convert-linalg-to-parallel-loops),
 //   expand-strided-metadata, lower-affine,
@@ -71,6 +71,8 @@ void loom::buildLoomLinalgToLLVMPipeline(
   pm.addPass(bufferization::createBufferResultsToOutParamsPass(outParams));
   pm.addPass(createLoomExposeEntryPointsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
+  // Free temporaries at their last use, not at the end of the step.
+  pm.addNestedPass<func::FuncOp>(createLoomDeallocAtLastUsePass());
   pm.addPass(createLoomMatmulToKernelPass());
   // What the temporaries of each entry point will hold at most.
   pm.addPass(createLoomBufferPeakPass());

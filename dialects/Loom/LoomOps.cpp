@@ -1058,6 +1058,10 @@ int64_t ShardOp::getFlops() { return 0; }
 int64_t ShardOp::getBytesRead() { return 0; }
 int64_t ShardOp::getBytesWritten() { return 0; }
 
+int64_t OptimizationBarrierOp::getFlops() { return 0; }
+int64_t OptimizationBarrierOp::getBytesRead() { return 0; }
+int64_t OptimizationBarrierOp::getBytesWritten() { return 0; }
+
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return resolveMesh(*this, symbols, getMeshAttr(), getMeshAxes());
 }

@@ -745,6 +745,28 @@ def Loom_ShardOp : Loom_Op<"shard", [Pure, SameOperandsAndResultType,
   let assemblyFormat = "$input `to` $sharding attr-dict `:` type($input)";
 }
 
+def Loom_OptimizationBarrierOp : Loom_Op<"optimization_barrier",
+    [SameOperandsAndResultType], ["getFlops", "getBytesRead",
+                                  "getBytesWritten"]> {
+  let summary = "the operand, as a value no pass may merge computations across";
+  let description = [{
+    The result is the operand. The op is not pure, so common-subexpression
+    elimination keeps it, and computations that read its result stay
+    distinct from the same computations on the operand: `loom-remat`
+    recomputes forward activations in the backward pass from barriers of
+    the values it keeps, which CSE would otherwise fold back into the
+    forward pass's results (as `stablehlo.optimization_barrier`). It is
+    sharded like its operand and bufferizes to the operand's buffer: no
+    copy, no code.
+    ```mlir
+    %k = loom.optimization_barrier %h : tensor<4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Loom_Tensor:$input);
+  let results = (outs Loom_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
 class Loom_CollectiveOp<string mnemonic, list<Trait> traits = [],
                         list<string> cost = []>
     : Loom_Op<mnemonic, !listconcat(traits,

@@ -487,6 +487,7 @@ FailureOr<ShardingRule> mlir::loom::detail::shardingRuleOf(Operation *op) {
       // Dropout on a block draws the whole tensor's masks (loom-partition
       // gives the local op its block's place).
       .Case([](DropoutOp op) { return broadcastRule(op); })
+      .Case([](OptimizationBarrierOp op) { return broadcastRule(op); })
       .Case([](MatmulOp op) { return matmulRule(op); })
       .Case<ReduceSumOp, ReduceMeanOp>([](auto op) {
         ShardingRule rule = reduceRule(op, op.getAxes(), op.getKeepdims(),

@@ -10,6 +10,7 @@
 #include "dialects/Loom/LoomOps.h"
 #include "passes/Passes.h"
 #include "passes/Pipelines.h"
+#include "passes/Transforms/Remat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/MLIRContext.h"
@@ -21,6 +22,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -105,35 +108,70 @@ OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
 /// entry point) once compiled: the tensors the runtime allocates for its
 /// arguments and the most its temporaries take at once (loom-buffer-peak).
 /// `loom-run train --memory-stats` measures the same quantities.
-static void printCompiledMemory(ModuleOp llvmModule,
-                                ArrayRef<EntrySignature> entries) {
+struct CompiledMemory {
+  std::string entry;
+  /// Bytes of the arguments by kind (EntryArgument::Kind).
+  int64_t arguments[4] = {0, 0, 0, 0};
+  int64_t temporaries = 0;
+  /// The temporaries alive at their peak, by ONNX node, largest first.
+  std::vector<std::pair<int64_t, std::string>> atPeak;
+
+  int64_t total() const {
+    return arguments[0] + arguments[1] + arguments[2] + arguments[3] +
+           temporaries;
+  }
+};
+
+static CompiledMemory compiledMemoryOf(ModuleOp llvmModule,
+                                       ArrayRef<EntrySignature> entries) {
+  CompiledMemory memory;
   if (entries.empty())
-    return;
+    return memory;
   const EntrySignature *entry = &entries.front();
   for (const EntrySignature &e : entries)
     if (e.name == "train_step")
       entry = &e;
-  int64_t bytes[4] = {0, 0, 0, 0};
+  memory.entry = entry->name;
   for (const EntryArgument &arg : entry->arguments)
-    bytes[static_cast<int>(arg.kind)] += arg.bytes;
-  int64_t temporaries = 0;
+    memory.arguments[static_cast<int>(arg.kind)] += arg.bytes;
   if (auto peaks = llvmModule->getAttrOfType<DictionaryAttr>("loom.buffer_peak"))
     if (auto peak = peaks.getAs<IntegerAttr>(entry->name))
-      temporaries = peak.getInt();
+      memory.temporaries = peak.getInt();
+  if (auto contents = llvmModule->getAttrOfType<DictionaryAttr>(
+          "loom.buffer_peak_contents"))
+    if (auto held = contents.getAs<ArrayAttr>(entry->name))
+      for (auto pair : held.getAsRange<ArrayAttr>())
+        memory.atPeak.push_back(
+            {cast<IntegerAttr>(pair[0]).getInt(),
+             cast<StringAttr>(pair[1]).getValue().str()});
+  return memory;
+}
+
+static void printCompiledMemory(const CompiledMemory &memory) {
+  if (memory.entry.empty())
+    return;
   llvm::raw_ostream &os = llvm::outs();
-  os << "compiled @" << entry->name
+  os << "compiled @" << memory.entry
      << " per rank (what loom-run train --memory-stats measures):\n";
   auto line = [&](StringRef what, int64_t value) {
     os << llvm::format("  %-18s %12lld bytes\n", what.str().c_str(),
                        static_cast<long long>(value));
   };
   using Kind = EntryArgument::Kind;
-  line("parameters", bytes[static_cast<int>(Kind::Parameter)]);
-  line("optimizer state", bytes[static_cast<int>(Kind::State)]);
-  line("inputs", bytes[static_cast<int>(Kind::Input)]);
-  line("outputs", bytes[static_cast<int>(Kind::Output)]);
-  line("temporaries peak", temporaries);
-  line("total", bytes[0] + bytes[1] + bytes[2] + bytes[3] + temporaries);
+  line("parameters", memory.arguments[static_cast<int>(Kind::Parameter)]);
+  line("optimizer state", memory.arguments[static_cast<int>(Kind::State)]);
+  line("inputs", memory.arguments[static_cast<int>(Kind::Input)]);
+  line("outputs", memory.arguments[static_cast<int>(Kind::Output)]);
+  line("temporaries peak", memory.temporaries);
+  line("total", memory.total());
+  if (!memory.atPeak.empty()) {
+    os << "temporaries alive at the peak, by ONNX node (largest "
+       << std::min<size_t>(memory.atPeak.size(), 10) << " of "
+       << memory.atPeak.size() << "):\n";
+    for (auto &[bytes, node] : ArrayRef(memory.atPeak).take_front(10))
+      os << llvm::format("  %12lld bytes  %s\n", static_cast<long long>(bytes),
+                         node.c_str());
+  }
   os.flush();
 }
 
@@ -153,6 +191,207 @@ LogicalResult mlir::loom::runPipeline(ModuleOp module, EmitPhase phase,
   if (phase >= EmitPhase::LLVM)
     buildLoomLinalgToLLVMPipeline(pm, cpu);
   return pm.run(module);
+}
+
+/// Partitions `module` for the mesh (when there is one) and lowers it to
+/// `phase`: the loom dialect simplified, linalg, or the LLVM dialect. From
+/// EmitPhase::Obj, `entries` receives the entry points' signatures and
+/// `training` the training configuration. With `report`, prints the memory
+/// and sharding reports (and draws --report-svg) on the way.
+static LogicalResult partitionAndLower(ModuleOp module,
+                                       const CompilerOptions &options,
+                                       EmitPhase phase, bool report,
+                                       SmallVector<EntrySignature> &entries,
+                                       DictionaryAttr &training) {
+  if (report && options.mesh.empty()) {
+    PassManager pm(module->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    LoomMemoryReportPassOptions report;
+    report.parameters = true;
+    pm.addPass(createLoomMemoryReportPass(report));
+    if (failed(pm.run(module)))
+      return failure();
+  }
+
+  if (!options.mesh.empty()) {
+    PassManager pm(module->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    LoomShardInputsPassOptions shard;
+    shard.meshShape = options.mesh;
+    shard.dataAxis = options.dataAxis;
+    shard.zero = options.zero;
+    shard.shard.assign(options.shard.begin(), options.shard.end());
+    shard.tpPlan = options.tpPlan;
+    shard.tpAxis = options.tpAxis;
+    shard.sequenceParallel = options.sequenceParallel;
+    pm.addPass(createLoomShardInputsPass(shard));
+    pm.addPass(createLoomPropagateShardingPass());
+    LoomPartitionPassOptions partition;
+    partition.reduceScatter = options.zero != 1;
+    pm.addPass(createLoomPartitionPass(partition));
+    if (report) {
+      LoomMemoryReportPassOptions report;
+      report.parameters = true;
+      report.collectives = true;
+      pm.addPass(createLoomMemoryReportPass(report));
+    }
+    LoomBucketAllReducesPassOptions buckets;
+    buckets.bucketBytes = options.bucketBytes;
+    buckets.overlap = options.overlap;
+    if (options.bucketBytes > 0)
+      pm.addPass(createLoomBucketAllReducesPass(buckets));
+    if (failed(pm.run(module)))
+      return failure();
+    if (report && !options.reportSvg.empty()) {
+      StringRef entry = "train_step";
+      if (!module.lookupSymbol(entry))
+        for (auto func : module.getOps<func::FuncOp>())
+          if (func.isPublic() && !func.isExternal()) {
+            entry = func.getSymName();
+            break;
+          }
+      if (failed(writeShardingSvg(module, entry, options.reportSvg)))
+        return failure();
+    }
+  }
+
+  // Entry-point signatures (names, parameter values) are read from the loom
+  // dialect, before lowering turns tensors into pointers.
+  if (phase >= EmitPhase::Obj) {
+    if (failed(runPipeline(module, EmitPhase::Loom, options.optLevel)))
+      return failure();
+    FailureOr<SmallVector<EntrySignature>> collected =
+        collectEntrySignatures(module);
+    if (failed(collected))
+      return failure();
+    entries = std::move(*collected);
+  }
+  // The training configuration goes to the manifest, not through lowering.
+  training = module->getAttrOfType<DictionaryAttr>("loom.training");
+  if (training && phase >= EmitPhase::Linalg)
+    module->removeAttr("loom.training");
+  // The loom-level simplification already ran when signatures were read.
+  if (failed(runPipeline(module, std::min(phase, EmitPhase::LLVM),
+                         options.optLevel,
+                         /*simplify=*/phase < EmitPhase::Obj)))
+    return failure();
+  return success();
+}
+
+static LogicalResult runRemat(ModuleOp module, LoomRematPassOptions options) {
+  if (options.mode == "layers" && options.layers.empty() &&
+      options.selectiveLayers.empty())
+    options.mode = "none";
+  PassManager pm(module->getName());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return failure();
+  pm.addPass(createLoomRematPass(options));
+  return pm.run(module);
+}
+
+/// What to recompute so that the compiled training step fits
+/// `options.memoryBudget` bytes per rank. The candidates, in order of
+/// recomputed FLOPs: recompute the first k layers selectively (cheapest
+/// layers first by the cost interface; selective recomputation keeps the
+/// products with parameters and costs a few percent of a layer), then, with
+/// every layer selective, the first k fully. Each candidate is measured by
+/// compiling a copy of the module (loom-buffer-peak's figure, which the
+/// runtime confirms), and the first that fits is found by bisection.
+static FailureOr<LoomRematPassOptions>
+chooseRecomputation(ModuleOp module, const CompilerOptions &options) {
+  Location loc = module.getLoc();
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!train)
+    return emitError(loc, "--memory-budget needs a training step (--train)");
+  std::vector<RematLayer> layers = findRematLayers(train);
+  std::stable_sort(layers.begin(), layers.end(),
+                   [](const RematLayer &a, const RematLayer &b) {
+                     return a.flops < b.flops;
+                   });
+  size_t count = layers.size(), candidates = 2 * count + 1;
+  auto candidate = [&](size_t index) {
+    LoomRematPassOptions remat;
+    remat.mode = "layers";
+    for (size_t i = 0; i < count; ++i) {
+      if (index > count + i)
+        remat.layers.push_back(layers[i].name);
+      else if (index > i)
+        remat.selectiveLayers.push_back(layers[i].name);
+    }
+    return remat;
+  };
+  std::map<size_t, int64_t> measured;
+  auto bytesWith = [&](size_t index) -> FailureOr<int64_t> {
+    if (auto it = measured.find(index); it != measured.end())
+      return it->second;
+    OwningOpRef<ModuleOp> copy = module.clone();
+    SmallVector<EntrySignature> entries;
+    DictionaryAttr training;
+    if (failed(runRemat(*copy, candidate(index))) ||
+        failed(partitionAndLower(*copy, options, EmitPhase::Bundle,
+                                 /*report=*/false, entries, training)))
+      return failure();
+    return measured[index] = compiledMemoryOf(*copy, entries).total();
+  };
+  int64_t budget = options.memoryBudget;
+  FailureOr<int64_t> none = bytesWith(0);
+  if (failed(none))
+    return failure();
+  auto say = [&](size_t index) {
+    if (!options.report)
+      return;
+    size_t full = index > count ? index - count : 0;
+    llvm::outs() << llvm::format(
+        "memory budget %lld bytes per rank: recomputing %zu of %zu layers "
+        "fully and %zu selectively gives %lld bytes (%lld without "
+        "recomputation)\n",
+        static_cast<long long>(budget), full, count,
+        std::min(index, count) - full,
+        static_cast<long long>(measured[index]),
+        static_cast<long long>(*none));
+  };
+  if (*none <= budget) {
+    say(0);
+    return candidate(0);
+  }
+  if (layers.empty())
+    return emitError(loc) << "the training step needs " << *none
+                          << " bytes per rank, more than --memory-budget "
+                          << budget
+                          << ", and the ONNX node names show no layers to "
+                             "recompute (numbered parts such as /blocks.0/)";
+  FailureOr<int64_t> all = bytesWith(candidates - 1);
+  if (failed(all))
+    return failure();
+  if (*all > budget) {
+    // Name the least any candidate needs: every layer selective, or fully
+    // recomputed, is not always the least.
+    for (size_t index : {count})
+      if (failed(bytesWith(index)))
+        return failure();
+    int64_t least = *none;
+    for (auto [index, bytes] : measured)
+      least = std::min(least, bytes);
+    return emitError(loc) << "--memory-budget " << budget
+                          << " is below what the training step needs per "
+                             "rank: at least "
+                          << least << " bytes, recomputing its " << count
+                          << " layers (" << *none
+                          << " without recomputation)";
+  }
+  // The first candidate that fits: `high` fits, `low` does not.
+  size_t low = 0, high = candidates - 1;
+  while (high - low > 1) {
+    size_t mid = (low + high) / 2;
+    FailureOr<int64_t> bytes = bytesWith(mid);
+    if (failed(bytes))
+      return failure();
+    (*bytes <= budget ? high : low) = mid;
+  }
+  say(high);
+  return candidate(high);
 }
 
 LogicalResult mlir::loom::compile(MLIRContext &context,
@@ -216,84 +455,34 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
   }
 
-  if (options.report && options.mesh.empty()) {
-    PassManager pm(module.get()->getName());
-    if (failed(applyPassManagerCLOptions(pm)))
-      return failure();
-    LoomMemoryReportPassOptions report;
-    report.parameters = true;
-    pm.addPass(createLoomMemoryReportPass(report));
-    if (failed(pm.run(*module)))
-      return failure();
-  }
-
-  if (!options.mesh.empty()) {
-    PassManager pm(module.get()->getName());
-    if (failed(applyPassManagerCLOptions(pm)))
-      return failure();
-    LoomShardInputsPassOptions shard;
-    shard.meshShape = options.mesh;
-    shard.dataAxis = options.dataAxis;
-    shard.zero = options.zero;
-    shard.shard.assign(options.shard.begin(), options.shard.end());
-    shard.tpPlan = options.tpPlan;
-    shard.tpAxis = options.tpAxis;
-    shard.sequenceParallel = options.sequenceParallel;
-    pm.addPass(createLoomShardInputsPass(shard));
-    pm.addPass(createLoomPropagateShardingPass());
-    LoomPartitionPassOptions partition;
-    partition.reduceScatter = options.zero != 1;
-    pm.addPass(createLoomPartitionPass(partition));
-    if (options.report) {
-      LoomMemoryReportPassOptions report;
-      report.parameters = true;
-      report.collectives = true;
-      pm.addPass(createLoomMemoryReportPass(report));
-    }
-    LoomBucketAllReducesPassOptions buckets;
-    buckets.bucketBytes = options.bucketBytes;
-    buckets.overlap = options.overlap;
-    if (options.bucketBytes > 0)
-      pm.addPass(createLoomBucketAllReducesPass(buckets));
-    if (failed(pm.run(*module)))
-      return failure();
-    if (!options.reportSvg.empty()) {
-      StringRef entry = "train_step";
-      if (!module->lookupSymbol(entry))
-        for (auto func : module->getOps<func::FuncOp>())
-          if (func.isPublic() && !func.isExternal()) {
-            entry = func.getSymName();
-            break;
-          }
-      if (failed(writeShardingSvg(*module, entry, options.reportSvg)))
+  // Every training step goes through loom-remat, also without
+  // recomputation: it makes layers read their inputs through barriers, so
+  // that steps with and without recomputation compute the same bits.
+  if (options.train) {
+    LoomRematPassOptions remat;
+    remat.mode = options.remat;
+    remat.report = options.report;
+    if (options.memoryBudget > 0) {
+      FailureOr<LoomRematPassOptions> chosen =
+          chooseRecomputation(*module, options);
+      if (failed(chosen))
         return failure();
+      remat.mode = "layers";
+      remat.layers = chosen->layers;
+      remat.selectiveLayers = chosen->selectiveLayers;
     }
+    if (failed(runRemat(*module, remat)))
+      return failure();
   }
 
-  // Entry-point signatures (names, parameter values) are read from the loom
-  // dialect, before lowering turns tensors into pointers.
   SmallVector<EntrySignature> entries;
-  if (phase >= EmitPhase::Obj) {
-    if (failed(runPipeline(*module, EmitPhase::Loom, options.optLevel)))
-      return failure();
-    FailureOr<SmallVector<EntrySignature>> collected =
-        collectEntrySignatures(*module);
-    if (failed(collected))
-      return failure();
-    entries = std::move(*collected);
-  }
-  // The training configuration goes to the manifest, not through lowering.
-  auto training = (*module)->getAttrOfType<DictionaryAttr>("loom.training");
-  if (training && phase >= EmitPhase::Linalg)
-    (*module)->removeAttr("loom.training");
-  // The loom-level simplification already ran when signatures were read.
-  if (failed(runPipeline(*module, std::min(phase, EmitPhase::LLVM),
-                         options.optLevel,
-                         /*simplify=*/phase < EmitPhase::Obj)))
+  DictionaryAttr training;
+  if (failed(partitionAndLower(*module, options, phase, options.report,
+                               entries, training)))
     return failure();
 
   if (options.report && phase >= EmitPhase::Obj)
-    printCompiledMemory(*module, entries);
+    printCompiledMemory(compiledMemoryOf(*module, entries));
 
   if (phase == EmitPhase::Bundle)
     return writeBundle(*module, entries, options.optLevel, options.outputPath,

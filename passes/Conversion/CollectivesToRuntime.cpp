@@ -13,7 +13,8 @@
 // and likewise all_gather (`loom_rt_all_gather_f32(in, out, gather_dim,
 // group)`), reduce_scatter (`loom_rt_reduce_scatter_f32(in, out,
 // scatter_dim, reduction, group)`) and all_reduce_start; wait becomes
-// `loom_rt_wait_f32(buffer)`, and block_index (a rank's block number along
+// `loom_rt_wait_f32(buffer)`, an optimization barrier its operand's buffer
+// (no code), and block_index (a rank's block number along
 // mesh axes, no communication) `loom_rt_block_index(out, group)`.
 // local_block is a slice at that block index, lowered with the loom ops.
 //
@@ -250,12 +251,45 @@ struct WaitBufferization
   }
 };
 
+/// Bufferizes loom.optimization_barrier to its operand's buffer: the
+/// barrier has done its work (keeping recomputed ops distinct from the
+/// forward ones through CSE) and costs nothing at run time.
+struct OptimizationBarrierBufferization
+    : BufferizableOpInterface::ExternalModel<OptimizationBarrierBufferization,
+                                             OptimizationBarrierOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return false;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *op, OpOperand &,
+                                      const AnalysisState &) const {
+    return {{op->getResult(0), BufferRelation::Equivalent}};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    FailureOr<Value> buffer = getBuffer(
+        rewriter, cast<OptimizationBarrierOp>(op).getInput(), options, state);
+    if (failed(buffer))
+      return failure();
+    replaceOpWithBufferizedValues(rewriter, op, *buffer);
+    return success();
+  }
+};
+
 } // namespace
 
 void mlir::loom::registerCollectiveBufferizationModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, LoomDialect *) {
     AllReduceOp::attachInterface<CollectiveBufferization<AllReduceOp>>(
+        *context);
+    OptimizationBarrierOp::attachInterface<OptimizationBarrierBufferization>(
         *context);
     AllGatherOp::attachInterface<CollectiveBufferization<AllGatherOp>>(
         *context);

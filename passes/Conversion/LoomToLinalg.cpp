@@ -1936,12 +1936,14 @@ struct ConvertLoomToLinalgPass
     }
     // What is left has no CPU lowering yet; say which ops, where. All-reduce,
     // all-gather, reduce-scatter and local blocks become runtime calls
-    // during bufferization (CollectivesToRuntime.cpp).
+    // during bufferization, and optimization barriers their operand's buffer
+    // (CollectivesToRuntime.cpp).
     bool failedAny = false;
     getOperation().walk([&](Operation *op) {
       if (isa<LoomDialect>(op->getDialect()) &&
           !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-               AllReduceStartOp, WaitOp, BlockIndexOp>(op)) {
+               AllReduceStartOp, WaitOp, BlockIndexOp,
+               OptimizationBarrierOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";
         failedAny = true;
       }

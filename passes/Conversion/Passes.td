@@ -93,6 +93,24 @@ def LoomDuplicateFillsPass
                            "::mlir::tensor::TensorDialect"];
 }
 
+def LoomDeallocAtLastUsePass
+    : Pass<"loom-dealloc-at-last-use", "::mlir::func::FuncOp"> {
+  let summary = "frees each buffer right after its last use, not at the end of its block";
+  let description = [{
+    Ownership-based buffer deallocation places every `memref.dealloc` at
+    the end of the block that owns the buffer, so in a training step, one
+    long block, every temporary stays allocated until the step returns and
+    the peak is the sum of all of them. This pass moves each `memref.dealloc`
+    up to right after the last op of its block that uses the buffer or a
+    value that may alias it (the memref results of any op that reads it:
+    views, casts, loops carrying it; uses inside an op's regions count as
+    uses by that op). Deallocations whose buffer is used outside the block
+    stay where they are. The buffer's memory is then free for the rest of
+    the step, and the most bytes alive at once is what the computation
+    needs, not what it allocates in all.
+  }];
+}
+
 def LoomBufferPeakPass : Pass<"loom-buffer-peak", "::mlir::ModuleOp"> {
   let summary = "predicts the peak bytes of the temporaries each entry point allocates";
   let description = [{

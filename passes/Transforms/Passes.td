@@ -331,6 +331,79 @@ def LoomBucketAllReducesPass : Pass<"loom-bucket-all-reduces", "::mlir::ModuleOp
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
+def LoomRematPass : Pass<"loom-remat", "::mlir::ModuleOp"> {
+  let summary = "recomputes layers' activations in the backward pass instead of keeping them";
+  let description = [{
+    Gradient checkpointing on the training step built by
+    `loom-build-train-step`. The forward pass is every op up to the one
+    that computes the loss (the `train_step` result named "loss"); the
+    backward pass and the optimizer follow. Layers are read from the ONNX
+    node names: the first level of the names' paths whose parts are numbered
+    members of a list (`/gpt/blocks.0/attn/MatMul`, `/transformer/h.11/...`,
+    `/model/layers.3/...`) names one layer per number.
+
+    For every layer to recompute, the forward values the backward pass
+    reads that the layer computed are computed again, right before their
+    first use in the backward pass, from what the layer read (its inputs,
+    the parameters, values of other layers); the backward pass reads those
+    copies instead. The layer's activations then die in the forward pass,
+    and only its inputs stay alive until its backward pass: the memory of
+    the activations of one layer instead of all of them, for one more
+    forward pass of the recomputed layers. A layer's outputs (values later
+    forward ops read) are kept: the next layer reads them anyway. Each value
+    the copies read from outside goes through a `loom.optimization_barrier`,
+    so CSE cannot fold the copies back into the forward pass.
+
+    In every mode, `none` included, each layer of the forward pass reads
+    the values it takes from outside through barriers too (one per value
+    and layer), as its copies do: fusion then cannot pull the ops computing
+    a layer's input (a residual stream's additions) into the layer's
+    reductions in the forward pass alone, which from -O2 would let the code
+    generator sum them in another order than in the copies
+    (`loom-reassociate-reductions`). With the barriers, recomputed values
+    equal the forward pass's bit for bit. Recomputed dropout draws the
+    masks of the forward pass (they are a function of seed, step and
+    index), and the arithmetic is the same, so the results are identical to
+    those without recomputation.
+
+    Selective recomputation (after Megatron-LM's) keeps the results of a
+    layer's matrix products and convolutions with a parameter, which cost
+    the most to recompute, and recomputes the rest from them: which values
+    to keep is a minimum cut of the layer's graph (as PyTorch's
+    min-cut partitioner finds it), weighing each value by its bytes, with
+    the layer's inputs and the values later layers read free. For a
+    transformer block it recomputes attention's scores, softmax and
+    dropout and the elementwise ops, for a few percent of the block's
+    FLOPs.
+
+    `mode=full` recomputes every layer fully; `mode=selective` every layer
+    selectively; `mode=layers` fully those named in `layers` and
+    selectively those in `selective-layers` (what `loomc --memory-budget`
+    chooses); `mode=none` nothing.
+    With `report`, prints the layers found, those recomputed and the FLOPs
+    recomputed per step (cost interface) next to the forward pass's.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the training step">,
+    Option<"mode", "mode", "std::string", "\"full\"",
+           "none, full (every layer), selective (every layer, keeping "
+           "products with parameters) or layers (those named)">,
+    ListOption<"layers", "layers", "std::string",
+               "the layers to recompute fully with mode=layers (names as "
+               "in the report, e.g. /gpt/blocks.0)">,
+    ListOption<"selectiveLayers", "selective-layers", "std::string",
+               "the layers to recompute selectively with mode=layers">,
+    Option<"fenceLayerInputs", "fence-layer-inputs", "bool", "true",
+           "make each layer read its inputs through barriers in every mode "
+           "(also none), so that recomputed values equal the forward "
+           "pass's bit for bit">,
+    Option<"report", "report", "bool", "false",
+           "print the layers and what recomputing them costs">
+  ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 def LoomMemoryReportPass : Pass<"loom-memory-report", "::mlir::ModuleOp"> {
   let summary = "prints what one rank holds for the training step";
   let description = [{

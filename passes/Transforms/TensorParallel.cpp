@@ -133,7 +133,7 @@ bool keepsSplit(Operation *op) {
          isa<AddOp, SubOp, MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp,
              EqualOp, LessOp, LessEqualOp, GreaterOp, GreaterEqualOp, CastOp,
              ReshapeOp, TransposeOp, ExpandOp, SoftmaxOp, LogSoftmaxOp,
-             MatmulOp, TriluOp, DropoutOp>(op);
+             MatmulOp, TriluOp, DropoutOp, OptimizationBarrierOp>(op);
 }
 
 class Planner {

@@ -13,6 +13,7 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
@@ -130,6 +131,26 @@ static cl::opt<int64_t>
                               "with their mean (default 1)"),
                      cl::init(1), cl::cat(trainCategory));
 
+static cl::opt<std::string>
+    remat("remat",
+          cl::desc("Recompute activations in the backward pass instead of "
+                   "keeping them, layer by layer (the layers are read from "
+                   "the ONNX node names, such as /blocks.0/): none "
+                   "(default), selective (keep each layer's products with "
+                   "parameters, recompute the rest: attention scores, "
+                   "softmax, dropout, elementwise ops) or full (keep only "
+                   "each layer's input; gradient checkpointing)"),
+          cl::init("none"), cl::cat(trainCategory));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("Recompute as little as needed for the compiled training "
+             "step to need at most this much memory per rank (parameters, "
+             "optimizer state, inputs, outputs and the peak of "
+             "temporaries, as --report prints them): layers selectively "
+             "first, then fully, cheapest first, e.g. 64MiB, 1.5GB or a "
+             "number of bytes"),
+    cl::value_desc("SIZE"), cl::cat(trainCategory));
+
 static cl::OptionCategory parallelCategory("Parallelism");
 static cl::opt<std::string>
     mesh("mesh",
@@ -215,6 +236,26 @@ static cl::opt<bool>
                           "which loom-run train --memory-stats measures"),
                  cl::cat(parallelCategory));
 
+/// A size in bytes: a positive number with an optional unit, B, KB, MB,
+/// GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
+static std::optional<int64_t> parseByteSize(llvm::StringRef text) {
+  llvm::StringRef number = text.take_while(
+      [](char c) { return llvm::isDigit(c) || c == '.'; });
+  llvm::StringRef unit = text.drop_front(number.size()).trim();
+  double value;
+  if (number.empty() || number.getAsDouble(value) || value <= 0)
+    return std::nullopt;
+  static const std::pair<const char *, double> units[] = {
+      {"", 1},          {"b", 1},
+      {"kb", 1e3},      {"mb", 1e6},
+      {"gb", 1e9},      {"kib", 1024.0},
+      {"mib", 1048576.0}, {"gib", 1073741824.0}};
+  for (auto [name, scale] : units)
+    if (unit.equals_insensitive(name))
+      return static_cast<int64_t>(value * scale);
+  return std::nullopt;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
@@ -279,6 +320,30 @@ int main(int argc, char **argv) {
     t.clipNorm = clipNorm;
     t.accumulate = gradAccumulation;
     options.train = t;
+  }
+  if (remat != "none" && remat != "selective" && remat != "full") {
+    WithColor::error(errs(), "loomc")
+        << "--remat must be none, selective or full, got \"" << remat
+        << "\"\n";
+    return 1;
+  }
+  if (remat != "none" && !memoryBudget.empty()) {
+    WithColor::error(errs(), "loomc")
+        << "--remat and --memory-budget exclude each other: the budget "
+           "chooses what to recompute\n";
+    return 1;
+  }
+  options.remat = remat;
+  if (!memoryBudget.empty()) {
+    std::optional<int64_t> bytes = parseByteSize(memoryBudget);
+    if (!bytes) {
+      WithColor::error(errs(), "loomc")
+          << "--memory-budget takes a size such as 64MiB, 1.5GB or 1000000, "
+             "got \""
+          << memoryBudget << "\"\n";
+      return 1;
+    }
+    options.memoryBudget = *bytes;
   }
 
   options.mesh = mesh;
