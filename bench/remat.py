@@ -17,16 +17,12 @@ compared).
     make build && python3 bench/remat.py [--layers 8]
 """
 import argparse
-import importlib.util
-import inspect
 import json
 import os
 import re
 import statistics
 import subprocess
 import tempfile
-import time
-import warnings
 
 import numpy as np
 import torch
@@ -34,16 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-warnings.filterwarnings("ignore")
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def load_gpt():
-    spec = importlib.util.spec_from_file_location(
-        "generate", os.path.join(ROOT, "test", "models", "generate.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.GPT
+from train import ROOT, export, load_gpt, timed
 
 
 def make_model(layers):
@@ -97,12 +84,7 @@ def main():
     tokens = torch.randint(0, 256, (8, 128))
     targets = torch.randint(0, 256, (8, 128))
     onnx_path = os.path.join(work, "gpt.onnx")
-    kw = dict(input_names=["tokens", "targets"], output_names=["loss"],
-              opset_version=17, do_constant_folding=False)
-    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
-        kw["dynamo"] = False
-    with torch.no_grad():
-        torch.onnx.export(model, (tokens, targets), onnx_path, **kw)
+    export(model, (tokens, targets), ["tokens", "targets"], ["loss"], onnx_path)
     data = []
     for key, array in (("tokens", tokens), ("targets", targets)):
         path = os.path.join(work, key + ".npy")
@@ -114,13 +96,10 @@ def main():
 
     def compile_bundle(name, flags):
         bundle = os.path.join(work, name + ".loom")
-        start = time.perf_counter()
         out = subprocess.run([loomc, onnx_path, "--train", "--optimizer=adamw",
                               "--lr=1e-3", "--report", *flags, "-o", bundle],
                              check=True, capture_output=True, text=True).stdout
-        fig = report_figures(out)
-        fig["compile_s"] = time.perf_counter() - start
-        return bundle, fig
+        return bundle, report_figures(out)
 
     configs = [("none", []), ("selective", ["--remat=selective"]),
                ("full", ["--remat=full"])]
@@ -156,12 +135,7 @@ def main():
 
         for _ in range(args.warmup):
             step()
-        times = []
-        for _ in range(args.steps):
-            start = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - start) * 1e3)
-        return statistics.median(times)
+        return statistics.median(timed(step) for _ in range(args.steps)) * 1e3
 
     times = {name: [] for name in names + ["torch", "torch checkpoint"]}
     measured, losses = {}, {}

@@ -52,7 +52,7 @@ BlockCache &cache() {
   return *instance;
 }
 
-/// Counts `size` bytes as alive (or, negative, freed).
+/// Counts `size` bytes as alive (`alive`) or freed. Called under the mutex.
 void account(BlockCache &c, size_t size, bool alive) {
   if (alive) {
     c.liveBytes += size;
@@ -68,7 +68,10 @@ void *allocate(size_t size) {
   BlockCache &c = cache();
   void *block = nullptr;
   {
+    // One lock per allocation: the bytes count as alive from here (and are
+    // taken back if malloc fails).
     std::lock_guard<std::mutex> lock(c.mutex);
+    account(c, size, /*alive=*/true);
     auto it = c.free.find(rounded);
     if (it != c.free.end() && !it->second.empty()) {
       block = it->second.back();
@@ -78,15 +81,14 @@ void *allocate(size_t size) {
   }
   if (!block) {
     block = std::aligned_alloc(kHeader, rounded + kHeader);
-    if (!block)
+    if (!block) {
+      std::lock_guard<std::mutex> lock(c.mutex);
+      account(c, size, /*alive=*/false);
       return nullptr;
+    }
     static_cast<size_t *>(block)[0] = rounded;
   }
   static_cast<size_t *>(block)[1] = size;
-  {
-    std::lock_guard<std::mutex> lock(c.mutex);
-    account(c, size, /*alive=*/true);
-  }
   return static_cast<char *>(block) + kHeader;
 }
 

@@ -42,3 +42,13 @@ Operation *LoomDialect::materializeConstant(OpBuilder &builder, Attribute value,
     return nullptr;
   return ConstantOp::create(builder, loc, type, elements);
 }
+
+StringRef mlir::loom::onnxNodeOf(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      if (StringRef name = onnxNodeOf(inner); !name.empty())
+        return name;
+  return "";
+}

@@ -42,6 +42,11 @@ FailureOr<ShardingRule> shardingRuleOf(Operation *op);
 #include "dialects/Loom/LoomInterfaces.h.inc"
 
 namespace mlir::loom {
+/// The ONNX node an op came from: the importer locates every op at a NameLoc
+/// of its node's name (possibly inside a FusedLoc after rewrites). Empty
+/// when the location names none. The name lives in the context.
+StringRef onnxNodeOf(Location loc);
+
 /// Attaches GradientOpInterface to the differentiable ops (LoomGradients.cpp);
 /// called when the dialect loads.
 void registerGradientModels(MLIRContext *context);

@@ -196,13 +196,15 @@ LogicalResult mlir::loom::runPipeline(ModuleOp module, EmitPhase phase,
 /// Partitions `module` for the mesh (when there is one) and lowers it to
 /// `phase`: the loom dialect simplified, linalg, or the LLVM dialect. From
 /// EmitPhase::Obj, `entries` receives the entry points' signatures and
-/// `training` the training configuration. With `report`, prints the memory
-/// and sharding reports (and draws --report-svg) on the way.
+/// `training` the training configuration. `requested` is the compilation
+/// the user asked for (not a --memory-budget candidate): it prints the
+/// memory and sharding reports (--report) and draws --report-svg.
 static LogicalResult partitionAndLower(ModuleOp module,
                                        const CompilerOptions &options,
-                                       EmitPhase phase, bool report,
+                                       EmitPhase phase, bool requested,
                                        SmallVector<EntrySignature> &entries,
                                        DictionaryAttr &training) {
+  bool report = requested && options.report;
   if (report && options.mesh.empty()) {
     PassManager pm(module->getName());
     if (failed(applyPassManagerCLOptions(pm)))
@@ -244,7 +246,7 @@ static LogicalResult partitionAndLower(ModuleOp module,
       pm.addPass(createLoomBucketAllReducesPass(buckets));
     if (failed(pm.run(module)))
       return failure();
-    if (report && !options.reportSvg.empty()) {
+    if (requested && !options.reportSvg.empty()) {
       StringRef entry = "train_step";
       if (!module.lookupSymbol(entry))
         for (auto func : module.getOps<func::FuncOp>())
@@ -303,8 +305,7 @@ static FailureOr<LoomRematPassOptions>
 chooseRecomputation(ModuleOp module, const CompilerOptions &options) {
   Location loc = module.getLoc();
   auto train = module.lookupSymbol<func::FuncOp>("train_step");
-  if (!train)
-    return emitError(loc, "--memory-budget needs a training step (--train)");
+  assert(train && "called on a module with a training step");
   std::vector<RematLayer> layers = findRematLayers(train);
   std::stable_sort(layers.begin(), layers.end(),
                    [](const RematLayer &a, const RematLayer &b) {
@@ -331,7 +332,7 @@ chooseRecomputation(ModuleOp module, const CompilerOptions &options) {
     DictionaryAttr training;
     if (failed(runRemat(*copy, candidate(index))) ||
         failed(partitionAndLower(*copy, options, EmitPhase::Bundle,
-                                 /*report=*/false, entries, training)))
+                                 /*requested=*/false, entries, training)))
       return failure();
     return measured[index] = compiledMemoryOf(*copy, entries).total();
   };
@@ -366,11 +367,10 @@ chooseRecomputation(ModuleOp module, const CompilerOptions &options) {
   if (failed(all))
     return failure();
   if (*all > budget) {
-    // Name the least any candidate needs: every layer selective, or fully
-    // recomputed, is not always the least.
-    for (size_t index : {count})
-      if (failed(bytesWith(index)))
-        return failure();
+    // Name the least any candidate needs: every layer fully recomputed is
+    // not always less than every layer selective.
+    if (failed(bytesWith(count)))
+      return failure();
     int64_t least = *none;
     for (auto [index, bytes] : measured)
       least = std::min(least, bytes);
@@ -477,7 +477,7 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
 
   SmallVector<EntrySignature> entries;
   DictionaryAttr training;
-  if (failed(partitionAndLower(*module, options, phase, options.report,
+  if (failed(partitionAndLower(*module, options, phase, /*requested=*/true,
                                entries, training)))
     return failure();
 

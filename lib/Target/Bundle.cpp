@@ -106,8 +106,7 @@ makeArgument(Type type, DictionaryAttr attrs, EntryArgument::Kind kind,
   if (failed(dtype))
     return failure();
   arg.dtype = *dtype;
-  arg.bytes = tensor.getNumElements() *
-              ((tensor.getElementTypeBitWidth() + 7) / 8);
+  arg.bytes = mlir::loom::detail::tensorBytes(tensor);
   StringRef nameAttr = kind == EntryArgument::Kind::Parameter ? "loom.param"
                        : kind == EntryArgument::Kind::State   ? "loom.state"
                        : kind == EntryArgument::Kind::Input   ? "loom.input"

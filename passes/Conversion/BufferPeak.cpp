@@ -9,6 +9,8 @@
 
 #include "passes/Passes.h"
 
+#include "dialects/Loom/LoomDialect.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -22,6 +24,7 @@ namespace mlir::loom {
 } // namespace mlir::loom
 
 using namespace mlir;
+using mlir::loom::onnxNodeOf;
 
 namespace {
 
@@ -43,33 +46,22 @@ int64_t requestedBytes(memref::AllocOp alloc, const DataLayout &layout) {
   return bytes;
 }
 
-/// The ONNX node a buffer was allocated for ("" when unknown).
-std::string nodeOf(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (std::string name = nodeOf(inner); !name.empty())
-        return name;
-  return "";
-}
-
 /// The ONNX node of the op that first uses a buffer after its allocation
 /// (the op computing into it): allocations themselves often carry the
 /// location of a `tensor.empty` that CSE shared among many layers.
-std::string writerOf(memref::AllocOp alloc) {
+StringRef writerOf(memref::AllocOp alloc) {
   for (Operation *op = alloc->getNextNode(); op; op = op->getNextNode()) {
     bool uses = false;
     op->walk([&](Operation *inner) {
       uses |= llvm::is_contained(inner->getOperands(), alloc.getResult());
     });
-    if (uses)
-      if (std::string node = nodeOf(op->getLoc()); !node.empty())
-        return node;
-    if (uses)
-      break;
+    if (!uses)
+      continue;
+    if (StringRef node = onnxNodeOf(op->getLoc()); !node.empty())
+      return node;
+    break;
   }
-  return nodeOf(alloc->getLoc());
+  return onnxNodeOf(alloc->getLoc());
 }
 
 class Simulator {
@@ -106,7 +98,7 @@ public:
         sizes[alloc.getResult()] = bytes;
         live += bytes;
         if (atPeak)
-          holders[op] = {bytes, writerOf(alloc)};
+          holders[op] = {bytes, writerOf(alloc).str()};
         if (live > peak) {
           peak = live;
           snapshot();

@@ -31,16 +31,6 @@ using namespace mlir::loom;
 
 namespace {
 
-/// The ONNX node an op came from ("" when unknown).
-std::string nodeOf(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (std::string name = nodeOf(inner); !name.empty())
-        return name;
-  return "";
-}
 
 /// The parts of a node name's path, without the node's own name:
 /// "/gpt/blocks.0/attn/MatMul" -> ["gpt", "blocks.0", "attn"].
@@ -97,8 +87,7 @@ public:
     // Per depth, the lists seen there and their numbered members.
     std::vector<llvm::StringMap<llvm::StringSet<>>> lists;
     for (Operation *op : forward) {
-      std::string node = nodeOf(op->getLoc());
-      SmallVector<StringRef> path = pathOf(node);
+      SmallVector<StringRef> path = pathOf(onnxNodeOf(op->getLoc()));
       for (auto [depth, part] : llvm::enumerate(path)) {
         if (lists.size() <= depth)
           lists.resize(depth + 1);
@@ -116,8 +105,7 @@ public:
     if (!depth)
       return;
     for (Operation *op : forward) {
-      std::string node = nodeOf(op->getLoc());
-      SmallVector<StringRef> path = pathOf(node);
+      SmallVector<StringRef> path = pathOf(onnxNodeOf(op->getLoc()));
       if (path.size() <= *depth || !listOf(path[*depth]))
         continue;
       std::string name;
@@ -142,6 +130,24 @@ int64_t flopsOf(Operation *op) {
   if (auto cost = dyn_cast<CostOpInterface>(op))
     return cost.getFlops();
   return 0;
+}
+
+/// The layers of `forward` in the order it first reaches them, with their
+/// FLOPs.
+std::vector<RematLayer> layersOf(ArrayRef<Operation *> forward,
+                                 const LayerMap &layerMap) {
+  std::vector<RematLayer> found;
+  llvm::StringMap<size_t> index;
+  for (Operation *op : forward) {
+    StringRef layer = layerMap.of(op);
+    if (layer.empty())
+      continue;
+    auto [it, added] = index.try_emplace(layer, found.size());
+    if (added)
+      found.push_back({layer.str(), 0});
+    found[it->second].flops += flopsOf(op);
+  }
+  return found;
 }
 
 /// Bytes of a tensor value; unknown sizes count as very large, so the
@@ -349,7 +355,7 @@ struct LoomRematPass : loom::impl::LoomRematPassBase<LoomRematPass> {
     LayerMap layerMap(*forward);
     if (mode == "none")
       return fence(*forward, layerMap);
-    std::vector<RematLayer> found = findRematLayers(func);
+    std::vector<RematLayer> found = layersOf(*forward, layerMap);
     if (found.empty()) {
       func.emitError("recomputation works layer by layer, and the ONNX node "
                      "names show no layers (numbered parts such as "
@@ -494,20 +500,8 @@ struct LoomRematPass : loom::impl::LoomRematPassBase<LoomRematPass> {
 } // namespace
 
 std::vector<RematLayer> mlir::loom::findRematLayers(func::FuncOp func) {
-  std::vector<RematLayer> found;
   FailureOr<SmallVector<Operation *>> forward = forwardOps(func);
   if (failed(forward))
-    return found;
-  LayerMap layerMap(*forward);
-  llvm::StringMap<size_t> index;
-  for (Operation *op : *forward) {
-    StringRef layer = layerMap.of(op);
-    if (layer.empty())
-      continue;
-    auto [it, added] = index.try_emplace(layer, found.size());
-    if (added)
-      found.push_back({layer.str(), 0});
-    found[it->second].flops += flopsOf(op);
-  }
-  return found;
+    return {};
+  return layersOf(*forward, LayerMap(*forward));
 }

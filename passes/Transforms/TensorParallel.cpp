@@ -19,19 +19,8 @@ using namespace mlir::loom::sharding;
 
 namespace {
 
-/// The ONNX node an op came from, for messages ("" when unknown).
-std::string nodeOf(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (std::string name = nodeOf(inner); !name.empty())
-        return name;
-  return "";
-}
-
 std::string describe(Operation *op) {
-  std::string node = nodeOf(op->getLoc());
+  std::string node = onnxNodeOf(op->getLoc()).str();
   std::string text = "'" + op->getName().getStringRef().str() + "'";
   if (!node.empty())
     text += " (node \"" + node + "\")";

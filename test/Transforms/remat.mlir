@@ -5,6 +5,7 @@
 // RUN: not loom-opt %s --loom-build-train-step="loss=cross-entropy:labels optimizer=sgd lr=0.1" --loom-remat="mode=layers layers=/net/blocks.1" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not loom-opt %s --loom-build-train-step="loss=cross-entropy:labels optimizer=sgd lr=0.1" --loom-remat="mode=some" 2>&1 | FileCheck %s --check-prefix=MODE
 // RUN: not loom-opt %s --loom-remat="mode=full" 2>&1 | FileCheck %s --check-prefix=NOSTEP
+// RUN: not loom-opt %s --loom-remat="entry=net mode=full" 2>&1 | FileCheck %s --check-prefix=NOLOSS
 
 // Two layers, read from the node names (/net/layers.0/, /net/layers.1/):
 // h = x W, t = tanh(h), u = exp(t), out = u * x. The backward pass reads t
@@ -78,6 +79,7 @@
 // UNKNOWN: error: no layer "/net/blocks.1" to recompute (the layers are /net/layers.0, /net/layers.1)
 // MODE: error: remat mode must be none, selective, full or layers, got "some"
 // NOSTEP: error: no function @train_step to recompute in
+// NOLOSS: error: @net has no result named "loss" computed in it; is it a training step built by loom-build-train-step?
 
 func.func @net(%x: tensor<4x3xf32> {loom.input = "x"},
                %w0: tensor<3x3xf32> {loom.param = "w0", loom.init = dense<0.5> : tensor<3x3xf32>},

@@ -18,6 +18,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 static cl::OptionCategory loomcCategory("loomc options");
@@ -252,7 +254,7 @@ static std::optional<int64_t> parseByteSize(llvm::StringRef text) {
       {"mib", 1048576.0}, {"gib", 1073741824.0}};
   for (auto [name, scale] : units)
     if (unit.equals_insensitive(name))
-      return static_cast<int64_t>(value * scale);
+      return static_cast<int64_t>(std::llround(value * scale));
   return std::nullopt;
 }
 

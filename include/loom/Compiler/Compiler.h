@@ -93,12 +93,12 @@ struct CompilerOptions {
   bool overlap = true;
   /// ZeRO stage (0-3) over the data axis.
   int64_t zero = 0;
-  /// Recompute layers' activations in the backward pass (loom-remat):
-  /// "none" or "full" (every layer).
+  /// Recompute layers' activations in the backward pass (loom-remat) of a
+  /// training step: "none", "selective" or "full" (every layer).
   std::string remat = "none";
-  /// When positive: recompute the fewest, cheapest layers for which the
-  /// compiled training step needs at most this many bytes per rank
-  /// (arguments and temporaries' peak, as `report` prints them).
+  /// When positive, with `train`: recompute as little as makes the compiled
+  /// training step need at most this many bytes per rank (arguments and
+  /// temporaries' peak, as `report` prints them).
   int64_t memoryBudget = 0;
   /// Print per-rank memory (parameters, gradients, optimizer state, peak
   /// activations) of the training step, every parameter's sharding and the
