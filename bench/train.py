@@ -8,6 +8,11 @@ machine, 2 threads each:
   gpt  2 layers, d_model 128, 4 heads, vocabulary 256, batch 8, sequence 128,
        with its loss inside the ONNX graph
 
+Mixed precision: "loom bf16" is loomc --precision=bf16 and "torch bf16"
+PyTorch eager under torch.autocast("cpu", dtype=torch.bfloat16); the
+bf16 lines give their per-round ratios to Loom fp32 and to PyTorch bf16
+(FLOP rates count the same products).
+
 A step is forward, backward and the optimizer update. Each round measures
 every framework in turn: the median over --steps steps after --warmup steps
 (Loom: the `step_ms` that `loom-run train --metrics` records around each
@@ -127,11 +132,12 @@ def export(model, args, names, outputs, path):
         torch.onnx.export(model, args, path, **kw)
 
 
-def loom_runner(build, workdir, name, onnx_path, loss_flags, data):
+def loom_runner(build, workdir, name, onnx_path, loss_flags, data, flags=()):
     """Compiles the bundle once; the runner trains it for warmup + steps."""
     bundle = os.path.join(workdir, name + ".loom")
     subprocess.run([os.path.join(build, "bin", "loomc"), onnx_path, "--train",
-                    "--optimizer=adamw", "--lr=1e-3", *loss_flags, "-o", bundle],
+                    "--optimizer=adamw", "--lr=1e-3", *loss_flags, *flags,
+                    "-o", bundle],
                    check=True)
     data_args = []
     for key, array in data.items():
@@ -152,15 +158,17 @@ def loom_runner(build, workdir, name, onnx_path, loss_flags, data):
     return run
 
 
-def torch_runner(model, loss_fn, compiled=False):
-    """One model and optimizer, kept across rounds (torch.compile compiles once)."""
+def torch_runner(model, loss_fn, compiled=False, bf16=False):
+    """One model and optimizer, kept across rounds (torch.compile compiles
+    once); `bf16`: the forward pass under CPU autocast to bf16."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     fn = torch.compile(loss_fn) if compiled else loss_fn
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = fn(model)
-        loss.backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = fn(model)
+        loss.float().backward()
         opt.step()
 
     def run(steps, warmup):
@@ -282,6 +290,12 @@ def main():
             "torch.compile": None if args.no_compile else torch_runner(
                 MLP(), lambda m: F.cross_entropy(m(xb), yb), compiled=True),
             "jax": try_jax("mlp", mlp, [x[:256], y[:256]]),
+            "loom bf16": loom_runner(args.build, work, "mlp_bf16", onnx_path,
+                                     ["--loss=cross-entropy:labels"],
+                                     {"x": x, "labels": y},
+                                     ["--precision=bf16"]),
+            "torch bf16": torch_runner(
+                MLP(), lambda m: F.cross_entropy(m(xb), yb), bf16=True),
         }))
         # GPT
         gpt = GPT()
@@ -302,6 +316,10 @@ def main():
             "torch.compile": None if args.no_compile else torch_runner(
                 GPT(), lambda m: m(tb, gb), compiled=True),
             "jax": try_jax("gpt", gpt, [toks[:8], tgts[:8]]),
+            "loom bf16": loom_runner(args.build, work, "gpt_bf16", onnx_path,
+                                     [], {"tokens": toks, "targets": tgts},
+                                     ["--precision=bf16"]),
+            "torch bf16": torch_runner(GPT(), lambda m: m(tb, gb), bf16=True),
         }))
 
         # Rounds interleave the frameworks, so that a slow spell of this
@@ -326,6 +344,13 @@ def main():
             ratios = [a / b for a, b in zip(times["loom"], rounds)]
             print(f"{name:6s} {fw:14s} {ms:9.2f} {rate:9.1f} {100 * rate / peak:6.1f}% "
                   f"{statistics.median(ratios):7.2f}  "
+                  f"[{min(ratios):.2f}, {max(ratios):.2f}]")
+        # Mixed precision: Loom bf16 against Loom fp32 and PyTorch's CPU
+        # autocast to bf16, per-round ratios.
+        for other in ("loom", "torch bf16"):
+            ratios = [a / b for a, b in zip(times["loom bf16"], times[other])]
+            print(f"{name:6s} loom bf16 / {other}: "
+                  f"{statistics.median(ratios):.2f} "
                   f"[{min(ratios):.2f}, {max(ratios):.2f}]")
 
 

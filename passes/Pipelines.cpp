@@ -3,7 +3,7 @@
 // The CPU pipeline: Loom's lowering to linalg (with, from -O2, fast-math
 // flags on reductions: loom-reassociate-reductions), then MLIR's upstream
 // bufferization and LLVM lowering. In mlir-opt terms the second half is
-//   loom-split-minmax-reductions (from -O2), loom-duplicate-fills,
+//   loom-split-lane-reductions (from -O2), loom-duplicate-fills,
 //   one-shot-bufferize{bufferize-function-boundaries
 //     function-boundary-type-conversion=identity-layout-map
 //     allow-return-allocs-from-loops},
@@ -14,6 +14,8 @@
 //   convert-linalg-to-parallel-loops),
 //   expand-strided-metadata, lower-affine,
 //   loom-outline-parallel-loops (from -O2), convert-scf-to-cf,
+//   arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32},
+//   math-extend-to-supported-types,
 //   loom-approximate-math (from -O2), convert-math-to-funcs,
 //   convert-math-to-llvm,
 //   convert-math-to-libm, arith-expand{include-bf16},
@@ -31,6 +33,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -54,7 +57,7 @@ void loom::buildLoomLinalgToLLVMPipeline(
     OpPassManager &pm, const LoomCpuPipelineOptions &options) {
   // Maxima and minima in vector lanes (softmax's row maxima), from -O2.
   if (options.optLevel > 1)
-    pm.addNestedPass<func::FuncOp>(createLoomSplitMinMaxReductionsPass());
+    pm.addNestedPass<func::FuncOp>(createLoomSplitLaneReductionsPass());
   // One fill per op that accumulates into it, not a shared fill and copies.
   pm.addNestedPass<func::FuncOp>(createLoomDuplicateFillsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -91,6 +94,13 @@ void loom::buildLoomLinalgToLLVMPipeline(
   if (options.optLevel > 1)
     pm.addPass(createLoomOutlineParallelLoopsPass());
   pm.addPass(createSCFToControlFlowPass());
+  // bf16 and f16 arithmetic and math in f32, rounded back: CPUs compute
+  // neither natively (loom-autocast's types; products go to the runtime's
+  // kernels).
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16", "f16"};
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  pm.addPass(math::createMathExtendToSupportedTypes());
   // f32 exp, log, tanh and erf as vectorizable polynomials; integer powers
   // get outlined implementations; the rest of math has no LLVM intrinsic,
   // and libm provides it.

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Collectives.h"
+#include "LowPrecision.h"
 
 #include "loom/runtime.h"
 
@@ -46,13 +47,16 @@ struct Unranked {
   void *descriptor;
 };
 
-struct View {
-  float *data;
+/// A strided memref of `T` (f32, bf16 or f16), read and written as f32:
+/// collectives of bf16 and f16 tensors move and reduce their values in f32
+/// and round the result once.
+template <typename T> struct View {
+  T *data;
   std::vector<int64_t> sizes, strides;
 
   explicit View(const Unranked &u) {
     auto *words = static_cast<int64_t *>(u.descriptor);
-    float *aligned = reinterpret_cast<float *>(words[1]);
+    T *aligned = reinterpret_cast<T *>(words[1]);
     data = aligned + words[2];
     sizes.assign(words + 3, words + 3 + u.rank);
     strides.assign(words + 3 + u.rank, words + 3 + 2 * u.rank);
@@ -63,11 +67,17 @@ struct View {
       n *= (size_t)s;
     return n;
   }
-  float &at(const std::vector<int64_t> &index) const {
+  T &at(const std::vector<int64_t> &index) const {
     int64_t offset = 0;
     for (size_t d = 0; d < sizes.size(); ++d)
       offset += index[d] * strides[d];
     return data[offset];
+  }
+  float get(const std::vector<int64_t> &index) const {
+    return loom::rt::toFloat(at(index));
+  }
+  void set(const std::vector<int64_t> &index, float value) const {
+    at(index) = loom::rt::fromFloat<T>(value);
   }
   /// The row-major position of `index` in a dense tensor of this shape.
   size_t linear(const std::vector<int64_t> &index) const {
@@ -93,14 +103,15 @@ struct View {
   std::vector<float> packed() const {
     std::vector<float> values;
     values.reserve(count());
-    forEachIndex([&](const std::vector<int64_t> &i) { values.push_back(at(i)); });
+    forEachIndex(
+        [&](const std::vector<int64_t> &i) { values.push_back(get(i)); });
     return values;
   }
   /// Writes `values` (row-major) into the view.
   void unpack(const std::vector<float> &values) const {
     size_t i = 0;
     forEachIndex([&](const std::vector<int64_t> &index) {
-      at(index) = values[i++];
+      set(index, values[i++]);
     });
   }
 };
@@ -318,15 +329,16 @@ bool reduceOpOf(int64_t reduction, loom::comm::ReduceOp &op) {
 
 } // namespace
 
+namespace {
+
 /// out = the group's `in` concatenated along `dim` in rank order.
-extern "C" LOOM_API void
-_mlir_ciface_loom_rt_all_gather_f32(Unranked *in, Unranked *out, int64_t dim,
-                                    int64_t group) {
+template <typename T>
+void allGather(Unranked *in, Unranked *out, int64_t dim, int64_t group) {
   int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
-  View src(*in), dst(*out);
+  View<T> src(*in), dst(*out);
   std::vector<float> mine = src.packed();
   bool alone;
   comm::Communicator *c = communicatorFor(group, "all-gather", alone);
@@ -345,21 +357,20 @@ _mlir_ciface_loom_rt_all_gather_f32(Unranked *in, Unranked *out, int64_t dim,
     src.forEachIndex([&](const std::vector<int64_t> &index) {
       std::vector<int64_t> at = index;
       at[dim] += r * src.sizes[dim];
-      dst.at(at) = blocks[i++];
+      dst.set(at, blocks[i++]);
     });
 }
 
 /// out = this rank's slice along `dim` (rank r keeps [r * n, (r + 1) * n),
 /// n = out's size there) of the group's `in` combined by `reduction`.
-extern "C" LOOM_API void
-_mlir_ciface_loom_rt_reduce_scatter_f32(Unranked *in, Unranked *out,
-                                        int64_t dim, int64_t reduction,
-                                        int64_t group) {
+template <typename T>
+void reduceScatter(Unranked *in, Unranked *out, int64_t dim, int64_t reduction,
+                   int64_t group) {
   int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
-  View src(*in), dst(*out);
+  View<T> src(*in), dst(*out);
   bool alone;
   comm::Communicator *c = communicatorFor(group, "reduce-scatter", alone);
   if (alone) {
@@ -378,7 +389,7 @@ _mlir_ciface_loom_rt_reduce_scatter_f32(Unranked *in, Unranked *out,
     std::vector<int64_t> local = index;
     int64_t r = index[dim] / n;
     local[dim] = index[dim] % n;
-    packed[(size_t)r * block + dst.linear(local)] = src.at(index);
+    packed[(size_t)r * block + dst.linear(local)] = src.get(index);
   });
   if (!guarded([&] { c->allReduce(packed.data(), packed.size(), op); }))
     return;
@@ -408,16 +419,15 @@ extern "C" LOOM_API void _mlir_ciface_loom_rt_block_index(Unranked *out,
 
 /// Starts out = the group's `in` combined by `reduction`: `in` is copied at
 /// once, the reduction runs on the collective thread, and `out` may be read
-/// only after _mlir_ciface_loom_rt_wait_f32(out).
-extern "C" LOOM_API void
-_mlir_ciface_loom_rt_all_reduce_start_f32(Unranked *in, Unranked *out,
-                                          int64_t reduction,
-                                          int64_t group) {
+/// only after wait(out).
+template <typename T>
+void allReduceStart(Unranked *in, Unranked *out, int64_t reduction,
+                    int64_t group) {
   int64_t groupSize = group & 0xffffffff;
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
-  View src(*in), dst(*out);
+  View<T> src(*in), dst(*out);
   auto values = std::make_shared<std::vector<float>>(src.packed());
   bool alone;
   comm::Communicator *c = communicatorFor(group, "all-reduce", alone);
@@ -444,9 +454,9 @@ _mlir_ciface_loom_rt_all_reduce_start_f32(Unranked *in, Unranked *out,
 }
 
 /// Waits for the started collective that writes `buffer` (none: returns).
-extern "C" LOOM_API void _mlir_ciface_loom_rt_wait_f32(Unranked *buffer) {
+template <typename T> void wait(Unranked *buffer) {
   using namespace loom;
-  View view(*buffer);
+  View<T> view(*buffer);
   auto it = pending.find(view.data);
   if (it == pending.end())
     return;
@@ -456,11 +466,36 @@ extern "C" LOOM_API void _mlir_ciface_loom_rt_wait_f32(Unranked *buffer) {
     rt::collectiveError = error;
 }
 
-/// out = the group's `in` combined by `reduction` (loom::ReductionKind: sum,
-/// prod, max, min, avg): a started all-reduce, awaited at once.
-extern "C" LOOM_API void
-_mlir_ciface_loom_rt_all_reduce_f32(Unranked *in, Unranked *out,
-                                    int64_t reduction, int64_t group) {
-  _mlir_ciface_loom_rt_all_reduce_start_f32(in, out, reduction, group);
-  _mlir_ciface_loom_rt_wait_f32(out);
-}
+} // namespace
+
+// The collectives by element type: f32, bf16 and f16 (moved and reduced
+// in f32).
+#define LOOM_COLLECTIVES(SUFFIX, T)                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_gather_##SUFFIX(          \
+      Unranked *in, Unranked *out, int64_t dim, int64_t group) {               \
+    allGather<T>(in, out, dim, group);                                         \
+  }                                                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_reduce_scatter_##SUFFIX(      \
+      Unranked *in, Unranked *out, int64_t dim, int64_t reduction,             \
+      int64_t group) {                                                         \
+    reduceScatter<T>(in, out, dim, reduction, group);                          \
+  }                                                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_reduce_start_##SUFFIX(    \
+      Unranked *in, Unranked *out, int64_t reduction, int64_t group) {         \
+    allReduceStart<T>(in, out, reduction, group);                              \
+  }                                                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_wait_##SUFFIX(                \
+      Unranked *buffer) {                                                      \
+    wait<T>(buffer);                                                           \
+  }                                                                            \
+  /* out = the group's `in` combined by `reduction` (loom::ReductionKind:   \
+     sum, prod, max, min, avg): a started all-reduce, awaited at once. */      \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_reduce_##SUFFIX(          \
+      Unranked *in, Unranked *out, int64_t reduction, int64_t group) {         \
+    allReduceStart<T>(in, out, reduction, group);                              \
+    wait<T>(out);                                                              \
+  }
+LOOM_COLLECTIVES(f32, float)
+LOOM_COLLECTIVES(bf16, loom::rt::Bf16)
+LOOM_COLLECTIVES(f16, loom::rt::F16)
+#undef LOOM_COLLECTIVES

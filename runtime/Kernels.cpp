@@ -4,18 +4,21 @@
 // bundles call these through MLIR's C interface (`_mlir_ciface_<name>`, one
 // memref descriptor pointer per memref argument); they resolve against
 // libloomrt when the bundle is loaded. fp32 GEMM is oneDNN's (`dnnl_sgemm`)
-// for large results and OpenBLAS's for small ones, single-threaded and split
-// over the runtime's thread pool (Parallel.h), which also runs the bundles'
-// own parallel loops: one set of threads for everything.
+// for large results and OpenBLAS's for small ones; bf16 and fp16 products
+// (f32 results) are oneDNN matmul primitives (AMX or AVX-512 BF16 where the
+// CPU has them), cached per shape. All run single-threaded, split over the
+// runtime's thread pool (Parallel.h), which also runs the bundles' own
+// parallel loops: one set of threads for everything.
 //
 //===----------------------------------------------------------------------===//
 
+#include "LowPrecision.h"
 #include "Parallel.h"
 
 #include "loom/runtime.h"
 
 #include <cblas.h>
-#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
 #include <algorithm>
@@ -23,22 +26,37 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <tuple>
 #include <vector>
 
 namespace {
-/// MLIR's descriptor of a rank-`Rank` memref of f32.
-template <int Rank> struct Descriptor {
-  float *allocated;
-  float *aligned;
+using loom::rt::Bf16;
+using loom::rt::F16;
+using loom::rt::toFloat;
+
+/// MLIR's descriptor of a rank-`Rank` memref of `T`.
+template <typename T, int Rank> struct Descriptor {
+  T *allocated;
+  T *aligned;
   int64_t offset;
   int64_t sizes[Rank];
   int64_t strides[Rank];
-  float *data() const { return aligned + offset; }
+  T *data() const { return aligned + offset; }
 };
-using Matrix = Descriptor<2>;
-using Batch = Descriptor<3>;
-using Grouped = Descriptor<5>;
+template <typename T> using Matrix = Descriptor<T, 2>;
+template <typename T> using Batch = Descriptor<T, 3>;
+template <typename T> using Grouped = Descriptor<T, 5>;
+
+/// Makes the calling thread's OpenMP team (oneDNN's) a single thread: the
+/// pool splits the work. It is a per-thread setting.
+void singleThreadedDnnl() {
+  thread_local const bool once = [] {
+    omp_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
 
 /// Results with at least this many rows and columns go to oneDNN, smaller
 /// ones to OpenBLAS. On the products of the benchmark models (one thread
@@ -64,13 +82,8 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
                 1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
     return;
   }
-  // Likewise oneDNN's OpenMP team. Its size is a per-thread setting, so every
-  // thread that multiplies sets it.
-  thread_local const bool singleThreadedDnnl = [] {
-    omp_set_num_threads(1);
-    return true;
-  }();
-  (void)singleThreadedDnnl;
+  // Likewise oneDNN's OpenMP team.
+  singleThreadedDnnl();
   dnnl_status_t status =
       dnnl_sgemm(transposeA ? 'T' : 'N', transposeB ? 'T' : 'N', m, n, k, 1.0f,
                  a, lda, b, ldb, beta, c, ldc);
@@ -82,6 +95,89 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
     std::abort();
   }
 }
+template <typename T> constexpr dnnl::memory::data_type kDnnlType;
+template <>
+constexpr dnnl::memory::data_type kDnnlType<Bf16> = dnnl::memory::data_type::bf16;
+template <>
+constexpr dnnl::memory::data_type kDnnlType<F16> = dnnl::memory::data_type::f16;
+
+/// A oneDNN matmul of one shape, layout and element type, with its memory
+/// objects (whose data pointers are set per call); invalid when oneDNN has
+/// no implementation for it.
+struct LowGemm {
+  dnnl::matmul primitive;
+  dnnl::memory a, b, c;
+  bool valid = false;
+};
+
+/// c = op(a) * op(b) + beta * c with bf16 or f16 factors and an f32 result,
+/// on the calling thread. Products oneDNN cannot do (f16 on CPUs without
+/// AVX-512 FP16) convert the factors to f32 for the f32 GEMM.
+template <typename T>
+void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+          const T *a, int64_t lda, const T *b, int64_t ldb, float beta,
+          float *c, int64_t ldc) {
+  singleThreadedDnnl();
+  using dnnl::memory;
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  thread_local dnnl::stream stream(engine);
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, bool>;
+  thread_local std::map<Key, LowGemm> cache;
+  Key key{transposeA, transposeB, m, n, k, lda, ldb, ldc, beta != 0.0f};
+  auto [it, inserted] = cache.try_emplace(key);
+  LowGemm &g = it->second;
+  if (inserted) {
+    try {
+      memory::desc aDesc({m, k}, kDnnlType<T>,
+                         transposeA ? memory::dims{1, lda}
+                                    : memory::dims{lda, 1});
+      memory::desc bDesc({k, n}, kDnnlType<T>,
+                         transposeB ? memory::dims{1, ldb}
+                                    : memory::dims{ldb, 1});
+      memory::desc cDesc({m, n}, memory::data_type::f32, memory::dims{ldc, 1});
+      dnnl::primitive_attr attr;
+      if (beta != 0.0f) {
+        dnnl::post_ops ops;
+        ops.append_sum(beta);
+        attr.set_post_ops(ops);
+      }
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(aDesc, bDesc, cDesc),
+                                      attr, engine);
+      g.primitive = dnnl::matmul(pd);
+      g.a = memory(aDesc, engine, nullptr);
+      g.b = memory(bDesc, engine, nullptr);
+      g.c = memory(cDesc, engine, nullptr);
+      g.valid = true;
+    } catch (const dnnl::error &) {
+      g.valid = false;
+    }
+  }
+  if (g.valid) {
+    g.a.set_data_handle(const_cast<T *>(a));
+    g.b.set_data_handle(const_cast<T *>(b));
+    g.c.set_data_handle(c);
+    g.primitive.execute(stream, {{DNNL_ARG_SRC, g.a},
+                                 {DNNL_ARG_WEIGHTS, g.b},
+                                 {DNNL_ARG_DST, g.c}});
+    return;
+  }
+  // The factors in f32, densely packed in their own layouts.
+  thread_local std::vector<float> wideA, wideB;
+  int64_t aRows = transposeA ? k : m, aCols = transposeA ? m : k;
+  int64_t bRows = transposeB ? n : k, bCols = transposeB ? k : n;
+  wideA.resize(aRows * aCols);
+  wideB.resize(bRows * bCols);
+  for (int64_t i = 0; i < aRows; ++i)
+    for (int64_t j = 0; j < aCols; ++j)
+      wideA[i * aCols + j] = toFloat(a[i * lda + j]);
+  for (int64_t i = 0; i < bRows; ++i)
+    for (int64_t j = 0; j < bCols; ++j)
+      wideB[i * bCols + j] = toFloat(b[i * ldb + j]);
+  gemm(transposeA, transposeB, m, n, k, wideA.data(), aCols, wideB.data(),
+       bCols, beta, c, ldc);
+}
+
 /// Products smaller than this many multiply-adds run on one thread.
 constexpr int64_t kParallelGemmWork = 1 << 18;
 
@@ -90,9 +186,10 @@ constexpr int64_t kParallelGemmWork = 1 << 18;
 /// whole of the operand the blocks share (b for blocks of rows, a for blocks
 /// of columns), so the split goes along the longer side of c, which shares
 /// the smaller operand.
+template <typename T>
 void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
-                  int64_t k, const float *a, int64_t lda, const float *b,
-                  int64_t ldb, float beta, float *c, int64_t ldc) {
+                  int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
+                  float beta, float *c, int64_t ldc) {
   int threads = loom::rt::numThreads();
   constexpr int64_t tile = 16;
   bool rowsSplit = m >= threads * tile, columnsSplit = n >= threads * tile;
@@ -114,16 +211,12 @@ void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
            transposeB ? b + lo * ldb : b + lo, ldb, beta, c + lo, ldc);
   });
 }
-} // namespace
-
 /// c += op(a) * op(b): bit 0 of `flags` transposes `b` ([N, K] instead of
 /// [K, N]), bit 1 transposes `a` ([K, M] instead of [M, K]), bit 2 overwrites
 /// c (c = op(a) * op(b), c not read); c is [M, N]. Rows must be contiguous
 /// (unit inner stride), which the compiler guarantees.
-extern "C" LOOM_API void _mlir_ciface_loom_kernel_matmul_f32(Matrix *a,
-                                                             Matrix *b,
-                                                             Matrix *c,
-                                                             int64_t flags) {
+template <typename T>
+void matmulKernel(Matrix<T> *a, Matrix<T> *b, Matrix<float> *c, int64_t flags) {
   bool transposeA = flags & 2, transposeB = flags & 1;
   float beta = flags & 4 ? 0.0f : 1.0f;
   int64_t m = c->sizes[0], n = c->sizes[1];
@@ -135,10 +228,10 @@ extern "C" LOOM_API void _mlir_ciface_loom_kernel_matmul_f32(Matrix *a,
 }
 
 /// c[i] += op(a[i]) * op(b[i]) (or = with bit 2 of `flags`) for every i of
-/// the leading (batch) dimension, with `flags` as in loom_kernel_matmul_f32.
-extern "C" LOOM_API void
-_mlir_ciface_loom_kernel_batch_matmul_f32(Batch *a, Batch *b, Batch *c,
-                                          int64_t flags) {
+/// the leading (batch) dimension, with `flags` as in matmulKernel.
+template <typename T>
+void batchMatmulKernel(Batch<T> *a, Batch<T> *b, Batch<float> *c,
+                       int64_t flags) {
   bool transposeA = flags & 2, transposeB = flags & 1;
   float beta = flags & 4 ? 0.0f : 1.0f;
   int64_t m = c->sizes[1], n = c->sizes[2];
@@ -176,10 +269,10 @@ _mlir_ciface_loom_kernel_batch_matmul_f32(Batch *a, Batch *b, Batch *c,
 /// kernels with unit stride on dense images, and one GEMM with the group's
 /// [Fg, Cg*KH*KW] filter produces its [Fg, OH*OW] outputs. Operands may have
 /// any strides; non-dense filters and outputs go through packed copies.
-extern "C" LOOM_API void
-_mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
-                                    int64_t strideH, int64_t strideW,
-                                    int64_t dilationH, int64_t dilationW) {
+template <typename T>
+void conv2dKernel(Grouped<T> *in, Grouped<T> *filter, Grouped<float> *out,
+                  int64_t strideH, int64_t strideW, int64_t dilationH,
+                  int64_t dilationW) {
   const int64_t images = out->sizes[0], groups = out->sizes[1],
                 features = out->sizes[2], outH = out->sizes[3],
                 outW = out->sizes[4];
@@ -199,7 +292,8 @@ _mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
   // Images are split over the thread pool, each thread packing into buffers
   // of its own; a single image splits its GEMMs instead.
   loom::rt::parallelFor(images, [&](int64_t firstImage, int64_t lastImage) {
-    thread_local std::vector<float> columns, packedFilter, packedOut;
+    thread_local std::vector<T> columns, packedFilter;
+    thread_local std::vector<float> packedOut;
     if (!direct)
       columns.resize(depth * pixels);
     if (!denseFilter)
@@ -208,7 +302,7 @@ _mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
       packedOut.resize(features * pixels);
 
     for (int64_t g = 0; g < groups; ++g) {
-      const float *w = filter->data() + g * fs[0];
+      const T *w = filter->data() + g * fs[0];
       int64_t ldw = fs[1];
       if (!denseFilter) {
         for (int64_t f = 0; f < features; ++f)
@@ -221,23 +315,23 @@ _mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
         ldw = depth;
       }
       for (int64_t n = firstImage; n < lastImage; ++n) {
-        const float *image = in->data() + n * is[0] + g * is[1];
-        const float *cols = image;
+        const T *image = in->data() + n * is[0] + g * is[1];
+        const T *cols = image;
         int64_t ldc = is[2];
         if (!direct) {
-          float *col = columns.data();
+          T *col = columns.data();
           for (int64_t c = 0; c < channels; ++c)
             for (int64_t kh = 0; kh < kernelH; ++kh)
               for (int64_t kw = 0; kw < kernelW; ++kw) {
-                float *row = col + ((c * kernelH + kh) * kernelW + kw) * pixels;
+                T *row = col + ((c * kernelH + kh) * kernelW + kw) * pixels;
                 for (int64_t oh = 0; oh < outH; ++oh) {
-                  const float *src = image + c * is[2] +
+                  const T *src = image + c * is[2] +
                                      (oh * strideH + kh * dilationH) * is[3] +
                                      kw * dilationW * is[4];
-                  float *dst = row + oh * outW;
+                  T *dst = row + oh * outW;
                   int64_t step = strideW * is[4];
                   if (step == 1) {
-                    std::memcpy(dst, src, outW * sizeof(float));
+                    std::memcpy(dst, src, outW * sizeof(T));
                     continue;
                   }
                   for (int64_t ow = 0; ow < outW; ++ow)
@@ -269,3 +363,26 @@ _mlir_ciface_loom_kernel_conv2d_f32(Grouped *in, Grouped *filter, Grouped *out,
     }
   });
 }
+} // namespace
+
+// The kernels by element type of the factors: f32, bf16 and f16 (the
+// result is f32 for all).
+#define LOOM_KERNELS(SUFFIX, T)                                                \
+  extern "C" LOOM_API void _mlir_ciface_loom_kernel_matmul_##SUFFIX(          \
+      Matrix<T> *a, Matrix<T> *b, Matrix<float> *c, int64_t flags) {          \
+    matmulKernel(a, b, c, flags);                                              \
+  }                                                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_kernel_batch_matmul_##SUFFIX(    \
+      Batch<T> *a, Batch<T> *b, Batch<float> *c, int64_t flags) {             \
+    batchMatmulKernel(a, b, c, flags);                                         \
+  }                                                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_kernel_conv2d_##SUFFIX(          \
+      Grouped<T> *in, Grouped<T> *filter, Grouped<float> *out,                 \
+      int64_t strideH, int64_t strideW, int64_t dilationH,                     \
+      int64_t dilationW) {                                                     \
+    conv2dKernel(in, filter, out, strideH, strideW, dilationH, dilationW);     \
+  }
+LOOM_KERNELS(f32, float)
+LOOM_KERNELS(bf16, Bf16)
+LOOM_KERNELS(f16, F16)
+#undef LOOM_KERNELS

@@ -80,8 +80,8 @@ struct FoldTransposeIntoMatmul : OpRewritePattern<MatmulOp> {
     folded |= unwrap(rhs, transposeRhs);
     if (!folded)
       return rewriter.notifyMatchFailure(op, "no transposed operand");
-    rewriter.replaceOpWithNewOp<MatmulOp>(op, lhs, rhs, transposeLhs,
-                                          transposeRhs);
+    rewriter.replaceOpWithNewOp<MatmulOp>(op, op.getType(), lhs, rhs,
+                                          transposeLhs, transposeRhs);
     return success();
   }
 };
@@ -98,8 +98,8 @@ struct FoldTransposeOfMatmul : OpRewritePattern<TransposeOp> {
     if (!product || !product->hasOneUse() || !swapsLastTwo(op.getPerm()))
       return rewriter.notifyMatchFailure(op, "not a transposed product");
     rewriter.replaceOpWithNewOp<MatmulOp>(
-        op, product.getRhs(), product.getLhs(), !product.getTransposeRhs(),
-        !product.getTransposeLhs());
+        op, op.getType(), product.getRhs(), product.getLhs(),
+        !product.getTransposeRhs(), !product.getTransposeLhs());
     return success();
   }
 };

@@ -169,6 +169,16 @@ OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
+  // A float widened and narrowed back is itself (bf16 -> f32 -> bf16): the
+  // casts the precision pass inserts cancel where they meet.
+  if (auto inner = getInput().getDefiningOp<CastOp>()) {
+    auto from = dyn_cast<FloatType>(inner.getInput().getType().getElementType());
+    auto mid = dyn_cast<FloatType>(inner.getType().getElementType());
+    if (from && mid && inner.getInput().getType() == getType() &&
+        APFloat::isRepresentableBy(from.getFloatSemantics(),
+                                   mid.getFloatSemantics()))
+      return inner.getInput();
+  }
   Type to = getType().getElementType();
   return foldElementwise(
       adaptor.getOperands(), getType(), [&](ArrayRef<Attribute> a) -> Attribute {

@@ -373,6 +373,14 @@ LogicalResult gradient(WhereOp op, GradBuilder &h, ArrayRef<Value> g,
 }
 
 // Contractions.
+/// `v` with elements of type `element` (itself when they already are).
+static Value castElements(GradBuilder &h, Value v, Type element) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getElementType() == element)
+    return v;
+  return CastOp::create(h.b, h.loc, type.clone(element), v);
+}
+
 LogicalResult gradient(MatmulOp op, GradBuilder &h, ArrayRef<Value> g,
                        Grads &dx) {
   if (!isFloatTensor(op.getType()))
@@ -381,6 +389,9 @@ LogicalResult gradient(MatmulOp op, GradBuilder &h, ArrayRef<Value> g,
   bool ta = op.getTransposeLhs(), tb = op.getTransposeRhs();
   auto aType = cast<RankedTensorType>(a.getType());
   auto wType = cast<RankedTensorType>(w.getType());
+  // A product of bf16 or f16 factors that returned its f32 accumulator: its
+  // gradients are products in the factors' precision.
+  d = castElements(h, d, aType.getElementType());
   if (wType.getRank() == 2 && aType.getRank() > 2 && !ta) {
     // A layer applied to every row of a batch ([..., M, K] x [K, N]): the
     // weight's gradient is one product over all rows, A^T G with the
@@ -854,6 +865,10 @@ LogicalResult gradient(ConvOp op, GradBuilder &h, ArrayRef<Value> g,
         axes.push_back(i);
     dx[2] = h.sum(d, axes, /*keepdims=*/false);
   }
+  // A bf16 or f16 convolution that returned its f32 accumulator: its
+  // gradients are convolutions in the operands' precision.
+  d = castElements(h, d, xType.getElementType());
+  gType = cast<RankedTensorType>(d.getType());
 
   // dW[f, c, k] = sum_{n, o} g[n, f, o] x[n, (f / Fg) * Cg + c,
   // o*s + k*dil - pad]: a convolution of x (channels as batch) by g (batch as

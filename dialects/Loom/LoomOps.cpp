@@ -296,6 +296,27 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+/// Whether a product's result type `actual` fits the `inferred` one: the
+/// same, or the f32 accumulator of bf16 or f16 factors.
+static bool isProductResult(TypeRange inferred, TypeRange actual) {
+  if (inferred.size() != 1 || actual.size() != 1)
+    return false;
+  auto i = dyn_cast<RankedTensorType>(inferred.front());
+  auto a = dyn_cast<RankedTensorType>(actual.front());
+  if (!i || !a || failed(verifyCompatibleShape(i, a)))
+    return false;
+  Type from = i.getElementType(), to = a.getElementType();
+  return from == to || ((from.isBF16() || from.isF16()) && to.isF32());
+}
+
+bool MatmulOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return isProductResult(l, r);
+}
+
+bool ConvOp::isCompatibleReturnTypes(TypeRange l, TypeRange r) {
+  return isProductResult(l, r);
+}
+
 int64_t MatmulOp::getFlops() {
   auto lhs = cast<RankedTensorType>(getLhs().getType());
   int64_t k = lhs.getDimSize(lhs.getRank() - (getTransposeLhs() ? 2 : 1));

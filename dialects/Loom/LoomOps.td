@@ -211,13 +211,16 @@ def Loom_WhereOp : Loom_Op<"where", [Pure, InferTypeOpAdaptor]> {
 // Contractions, convolution and pooling
 //===----------------------------------------------------------------------===//
 
-def Loom_MatmulOp : Loom_Op<"matmul", [Pure, InferTypeOpAdaptor], ["getFlops"]> {
+def Loom_MatmulOp : Loom_Op<"matmul", [Pure, InferTypeOpAdaptorWithIsCompatible],
+                             ["getFlops"]> {
   let summary = "batched matrix product";
   let description = [{
     Multiplies the last two dimensions of `lhs` (`[..., M, K]`, or `[..., K, M]`
     with `transpose_lhs`) and `rhs` (`[..., K, N]`, or `[..., N, K]` with
     `transpose_rhs`); leading batch dimensions broadcast as in numpy. Both
-    operands have rank 2 or more and the same element type.
+    operands have rank 2 or more and the same element type, which the result
+    has too; bf16 and f16 products may instead return their f32 accumulator
+    (mixed precision, `loom-autocast`).
     ```mlir
     %y = loom.matmul %x, %w {transpose_rhs} : (tensor<8x64xf32>, tensor<32x64xf32>) -> tensor<8x32xf32>
     ```
@@ -229,13 +232,16 @@ def Loom_MatmulOp : Loom_Op<"matmul", [Pure, InferTypeOpAdaptor], ["getFlops"]> 
   let hasCanonicalizer = 1;
 }
 
-def Loom_ConvOp : Loom_Op<"conv", [Pure, InferTypeOpAdaptor], ["getFlops"]> {
+def Loom_ConvOp : Loom_Op<"conv", [Pure, InferTypeOpAdaptorWithIsCompatible],
+                           ["getFlops"]> {
   let summary = "N-d grouped convolution in NC[D]HW layout";
   let description = [{
     `input` is `[N, C, spatial...]`, `filter` `[F, C / groups, kernel...]`,
     the optional `bias` `[F]`. `pads` holds the begin pads of every spatial
     dimension, then the end pads (ONNX's order). Output size per dimension is
     `(in + pad_begin + pad_end - dilation * (k - 1) - 1) / stride + 1`.
+    The result and the bias have the input's element type; a bf16 or f16
+    convolution without bias may instead return its f32 accumulator.
   }];
   let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$filter,
                        Optional<Loom_FloatTensor>:$bias,

@@ -427,6 +427,21 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
   }
 
+  // Mixed precision on the forward function, before its gradient exists:
+  // the gradients of the casts bring parameters' gradients back to fp32.
+  if (options.precision != "fp32") {
+    PassManager pm(module.get()->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    LoomAutocastPassOptions autocast;
+    autocast.precision = options.precision;
+    pm.addPass(createLoomAutocastPass(autocast));
+    if (options.optLevel > 0)
+      pm.addPass(createCanonicalizerPass());
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+
   if (options.train) {
     const TrainOptions &t = *options.train;
     LoomBuildTrainStepPassOptions pass;
@@ -447,6 +462,9 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     pass.minLr = t.minLr;
     pass.clipNorm = t.clipNorm;
     pass.accumulate = t.accumulate;
+    pass.lossScale = t.lossScale;
+    pass.lossScaleInit = t.lossScaleInit;
+    pass.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
     PassManager pm(module.get()->getName());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();

@@ -13,7 +13,8 @@
 // and likewise all_gather (`loom_rt_all_gather_f32(in, out, gather_dim,
 // group)`), reduce_scatter (`loom_rt_reduce_scatter_f32(in, out,
 // scatter_dim, reduction, group)`) and all_reduce_start; wait becomes
-// `loom_rt_wait_f32(buffer)`, an optimization barrier its operand's buffer
+// `loom_rt_wait_f32(buffer)`. bf16 and f16 tensors call the `_bf16` and
+// `_f16` functions. An optimization barrier becomes its operand's buffer
 // (no code), and block_index (a rank's block number along
 // mesh axes, no communication) `loom_rt_block_index(out, group)`.
 // local_block is a slice at that block index, lowered with the loom ops.
@@ -78,25 +79,38 @@ FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
   return (code << 32) | size;
 }
 
-/// The runtime function a collective calls and its i64 arguments after the
-/// two buffers (the group size follows them).
+/// The suffix of the runtime's collectives for `element` ("f32", "bf16",
+/// "f16"), or empty for element types they do not take.
+StringRef elementSuffix(Type element) {
+  if (element.isF32())
+    return "f32";
+  if (element.isBF16())
+    return "bf16";
+  if (element.isF16())
+    return "f16";
+  return {};
+}
+
+/// The runtime function a collective calls (less its element type's suffix)
+/// and its i64 arguments after the two buffers (the group size follows
+/// them).
 struct KernelCall {
   StringRef name;
   SmallVector<int64_t> args;
 };
 KernelCall kernelFor(AllReduceOp op) {
-  return {"loom_rt_all_reduce_f32", {(int64_t)op.getReduction()}};
+  return {"loom_rt_all_reduce", {(int64_t)op.getReduction()}};
 }
 KernelCall kernelFor(AllGatherOp op) {
-  return {"loom_rt_all_gather_f32", {(int64_t)op.getGatherDim()}};
+  return {"loom_rt_all_gather", {(int64_t)op.getGatherDim()}};
 }
 KernelCall kernelFor(ReduceScatterOp op) {
-  return {"loom_rt_reduce_scatter_f32",
+  return {"loom_rt_reduce_scatter",
           {(int64_t)op.getScatterDim(), (int64_t)op.getReduction()}};
 }
 
 KernelCall kernelFor(AllReduceStartOp op) {
-  return {"loom_rt_all_reduce_start_f32", {(int64_t)op.getReduction()}};
+  return {"loom_rt_all_reduce_start", {(int64_t)op.getReduction()}};
 }
 
 /// `buffer` as a memref of any rank and layout, which the runtime reads
@@ -157,10 +171,11 @@ struct CollectiveBufferization
                           BufferizationState &state) const {
     auto collective = cast<OpTy>(op);
     auto type = cast<RankedTensorType>(collective.getType());
-    if (!type.getElementType().isF32())
+    StringRef suffix = elementSuffix(type.getElementType());
+    if (suffix.empty())
       return op->emitOpError("on ")
              << type.getElementType()
-             << " is not supported on the CPU yet (f32 is)";
+             << " is not supported on the CPU yet (f32, bf16 and f16 are)";
     FailureOr<int64_t> size =
         groupSize(op, collective.getMesh(), collective.getMeshAxes());
     if (failed(size))
@@ -183,7 +198,7 @@ struct CollectiveBufferization
     for (int64_t value : call.args)
       args.push_back(arith::ConstantOp::create(
           rewriter, loc, rewriter.getI64IntegerAttr(value)));
-    callRuntime(rewriter, op, call.name, args);
+    callRuntime(rewriter, op, (call.name + "_" + suffix).str(), args);
     replaceOpWithBufferizedValues(rewriter, op, *output);
     return success();
   }
@@ -220,7 +235,7 @@ struct BlockIndexBufferization
 };
 
 /// Bufferizes loom.wait in place: its buffer is the started collective's
-/// output, which `loom_rt_wait_f32` blocks on until it is written.
+/// output, which `loom_rt_wait_<type>` blocks on until it is written.
 struct WaitBufferization
     : BufferizableOpInterface::ExternalModel<WaitBufferization, WaitOp> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
@@ -244,7 +259,12 @@ struct WaitBufferization
         getBuffer(rewriter, wait.getInput(), options, state);
     if (failed(buffer))
       return failure();
-    callRuntime(rewriter, op, "loom_rt_wait_f32",
+    auto type = cast<MemRefType>(buffer->getType());
+    StringRef suffix = elementSuffix(type.getElementType());
+    if (suffix.empty())
+      return op->emitOpError("on ") << type.getElementType()
+                                    << " is not supported on the CPU yet";
+    callRuntime(rewriter, op, ("loom_rt_wait_" + suffix).str(),
                 toUnranked(rewriter, op->getLoc(), *buffer));
     replaceOpWithBufferizedValues(rewriter, op, *buffer);
     return success();

@@ -1,9 +1,10 @@
 //===- CpuCodegen.cpp - arithmetic rewrites for the CPU code generator ----===//
 //
 // Rewrites that let LLVM's loop vectorizer handle what Loom's lowering
-// produces: fast-math flags on reductions, maxima and minima split into
-// lanes, and polynomial approximations of f32 transcendental functions in
-// place of libm calls.
+// produces: fast-math flags on maxima, minima and products (not on sums,
+// whose order must not depend on what fusion put around them), sums,
+// maxima and minima split into lanes, and polynomial approximations of f32
+// transcendental functions in place of libm calls.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +27,7 @@
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMREASSOCIATEREDUCTIONSPASS
 #define GEN_PASS_DEF_LOOMAPPROXIMATEMATHPASS
-#define GEN_PASS_DEF_LOOMSPLITMINMAXREDUCTIONSPASS
+#define GEN_PASS_DEF_LOOMSPLITLANEREDUCTIONSPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -61,11 +62,19 @@ struct LoomReassociateReductionsPass
       // into the body keep strict arithmetic: the same value computed again
       // elsewhere (a max pool's input, compared with its result in the
       // gradient) must come out bit for bit the same.
+      // Sums keep their order: a reassociated sum is vectorized as LLVM's
+      // cost model picks (vector width, interleaving) for the loop around
+      // it, so the same sum fused with different producers (a layer's
+      // forward and its recomputation in the backward pass) rounded
+      // differently. loom-split-lane-reductions gives the sums that
+      // vectorize well lanes of their own, in a fixed order.
       for (unsigned r = 0; r < generic.getNumDpsInits(); ++r) {
         SmallVector<Operation *, 4> combiners;
         if (!matchReduction(generic.getRegionOutputArgs(), r, combiners))
           continue;
         for (Operation *combiner : combiners) {
+          if (isa<arith::AddFOp>(combiner))
+            continue;
           addFastMath(combiner, flags);
           for (Value operand : combiner->getOperands()) {
             Operation *producer = operand.getDefiningOp();
@@ -81,20 +90,20 @@ struct LoomReassociateReductionsPass
   }
 };
 
-/// Lanes a split maximum or minimum keeps apart: one AVX-512 vector of f32.
+/// Lanes a split reduction keeps apart: one AVX-512 vector of f32.
 constexpr int64_t kLanes = 16;
 
 /// The op that combines the accumulator of a one-result reduction with the
-/// new element, when it is an f32 maximum or minimum that propagates NaN
-/// (whose result does not depend on the order of the elements).
-static Operation *minMaxCombiner(linalg::GenericOp op) {
+/// new element, when it is an f32 sum, or a maximum or minimum that
+/// propagates NaN.
+static Operation *laneCombiner(linalg::GenericOp op) {
   SmallVector<Operation *, 4> combiners;
   if (op.getNumDpsInits() != 1 || !matchReduction(op.getRegionOutputArgs(), 0,
                                                   combiners) ||
       combiners.size() != 1)
     return nullptr;
   Operation *combiner = combiners.front();
-  if (!isa<arith::MaximumFOp, arith::MinimumFOp>(combiner) ||
+  if (!isa<arith::AddFOp, arith::MaximumFOp, arith::MinimumFOp>(combiner) ||
       !combiner->getResult(0).getType().isF32())
     return nullptr;
   return combiner;
@@ -168,10 +177,13 @@ static void splitIntoLanes(IRRewriter &rewriter, linalg::GenericOp op,
   SmallVector<int64_t> partialShape(initType.getShape());
   partialShape.push_back(kLanes);
   auto partialType = RankedTensorType::get(partialShape, rewriter.getF32Type());
+  bool isSum = isa<arith::AddFOp>(combiner);
   bool isMax = isa<arith::MaximumFOp>(combiner);
   Value partialInit = loom::lowering::filledTensor(
       rewriter, loc, partialType,
-      rewriter.getF32FloatAttr(isMax ? -INFINITY : INFINITY));
+      rewriter.getF32FloatAttr(isSum   ? 0.0f
+                               : isMax ? -INFINITY
+                                       : INFINITY));
 
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
   iterators.push_back(utils::IteratorType::parallel);
@@ -197,16 +209,17 @@ static void splitIntoLanes(IRRewriter &rewriter, linalg::GenericOp op,
       ArrayRef<AffineMap>{partialMap, identityOut}, combineIterators,
       [&](OpBuilder &b, Location l, ValueRange args) {
         Value result =
-            isMax ? (Value)arith::MaximumFOp::create(b, l, args[1], args[0])
-                  : (Value)arith::MinimumFOp::create(b, l, args[1], args[0]);
+            isSum   ? (Value)arith::AddFOp::create(b, l, args[1], args[0])
+            : isMax ? (Value)arith::MaximumFOp::create(b, l, args[1], args[0])
+                    : (Value)arith::MinimumFOp::create(b, l, args[1], args[0]);
         linalg::YieldOp::create(b, l, result);
       });
   rewriter.replaceOp(op, combine.getResults());
 }
 
-struct LoomSplitMinMaxReductionsPass
-    : loom::impl::LoomSplitMinMaxReductionsPassBase<
-          LoomSplitMinMaxReductionsPass> {
+struct LoomSplitLaneReductionsPass
+    : loom::impl::LoomSplitLaneReductionsPassBase<
+          LoomSplitLaneReductionsPass> {
   void runOnOperation() override {
     SmallVector<std::pair<linalg::GenericOp, Operation *>> candidates;
     getOperation().walk([&](linalg::GenericOp op) {
@@ -229,7 +242,7 @@ struct LoomSplitMinMaxReductionsPass
                          return index.getDim() == last;
                        }))
         return;
-      if (Operation *combiner = minMaxCombiner(op))
+      if (Operation *combiner = laneCombiner(op))
         candidates.push_back({op, combiner});
     });
     IRRewriter rewriter(&getContext());

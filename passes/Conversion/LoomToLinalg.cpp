@@ -181,7 +181,28 @@ struct ReduceLowering : OpRewritePattern<OpTy> {
   }
 };
 
-/// f32 products with a matrix on the right ([..., M, K] x [K, N] or, with
+/// Whether products of `element` go to the runtime's GEMM kernels: f32, and
+/// bf16 and f16, which accumulate in f32.
+bool isGemmElement(Type element) {
+  return element.isF32() || element.isBF16() || element.isF16();
+}
+
+/// A product accumulated in f32 as `result`: itself for f32, else rounded
+/// to `result`'s element type elementwise (which fuses with its consumers).
+Value roundProduct(OpBuilder &b, Location loc, Value product,
+                   RankedTensorType result) {
+  auto type = cast<RankedTensorType>(product.getType());
+  if (type.getElementType() == result.getElementType())
+    return product;
+  return mapElements(b, loc, ValueRange{product},
+                     type.clone(result.getElementType()),
+                     [&](OpBuilder &nb, Location nl, ValueRange a) -> Value {
+                       return arith::TruncFOp::create(
+                           nb, nl, result.getElementType(), a[0]);
+                     });
+}
+
+/// Products (f32, bf16 or f16) with a matrix on the right ([..., M, K] x [K, N] or, with
 /// transpose_rhs, [N, K]) become one linalg.matmul over the flattened left
 /// operand, and so do products of two matrices with either transposed; the
 /// CPU pipeline hands them to the runtime's GEMM kernel. Returns null when
@@ -190,7 +211,8 @@ Value lowerToNamedMatmul(MatmulOp op, PatternRewriter &rewriter) {
   auto lhsType = cast<RankedTensorType>(op.getLhs().getType());
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
   RankedTensorType result = op.getType();
-  if (!result.getElementType().isF32() || rhsType.getRank() != 2 ||
+  Type element = lhsType.getElementType();
+  if (!isGemmElement(element) || rhsType.getRank() != 2 ||
       (op.getTransposeLhs() && lhsType.getRank() != 2) ||
       !lhsType.hasStaticShape())
     return Value();
@@ -210,9 +232,9 @@ Value lowerToNamedMatmul(MatmulOp op, PatternRewriter &rewriter) {
       outer.push_back(d);
     groups = {outer, {rank - 1}};
     lhs = tensor::CollapseShapeOp::create(
-        rewriter, loc, RankedTensorType::get({rows, k}, rewriter.getF32Type()),
-        lhs, groups);
+        rewriter, loc, RankedTensorType::get({rows, k}, element), lhs, groups);
   }
+  // Low-precision products accumulate in f32.
   auto flatType = RankedTensorType::get({rows, n}, rewriter.getF32Type());
   Value init = filledTensor(rewriter, loc, flatType,
                             rewriter.getF32FloatAttr(0.0f));
@@ -232,13 +254,15 @@ Value lowerToNamedMatmul(MatmulOp op, PatternRewriter &rewriter) {
                                            ValueRange{lhs, op.getRhs()},
                                            ValueRange{init}, attrs)
                       .getResult(0);
+  product = roundProduct(rewriter, loc, product,
+                         flatType.clone(result.getElementType()));
   if (rank > 2)
     product = tensor::ExpandShapeOp::create(rewriter, loc, result, product,
                                             groups);
   return product;
 }
 
-/// f32 products of two operands with the same batch dimensions ([..., M, K]
+/// f32, bf16 and f16 products of two operands with the same batch dimensions ([..., M, K]
 /// x [..., K, N], either transposed) become one linalg.batch_matmul over the
 /// flattened batch, which the CPU pipeline hands to the runtime's batched
 /// GEMM kernel. Returns null when the product has another form.
@@ -247,7 +271,7 @@ Value lowerToBatchMatmul(MatmulOp op, PatternRewriter &rewriter) {
   auto rhsType = cast<RankedTensorType>(op.getRhs().getType());
   RankedTensorType result = op.getType();
   int64_t rank = result.getRank();
-  if (!result.getElementType().isF32() || rank < 3 ||
+  if (!isGemmElement(lhsType.getElementType()) || rank < 3 ||
       lhsType.getRank() != rank || rhsType.getRank() != rank ||
       !result.hasStaticShape() ||
       lhsType.getShape().drop_back(2) != result.getShape().drop_back(2) ||
@@ -271,7 +295,7 @@ Value lowerToBatchMatmul(MatmulOp op, PatternRewriter &rewriter) {
         rewriter, loc,
         RankedTensorType::get({batch, type.getDimSize(rank - 2),
                                type.getDimSize(rank - 1)},
-                              rewriter.getF32Type()),
+                              type.getElementType()),
         v, groups);
   };
   auto flatType = RankedTensorType::get(
@@ -294,6 +318,8 @@ Value lowerToBatchMatmul(MatmulOp op, PatternRewriter &rewriter) {
                                                collapse(op.getRhs())},
                                     ValueRange{init}, attrs)
           .getResult(0);
+  product = roundProduct(rewriter, loc, product,
+                         flatType.clone(result.getElementType()));
   if (rank > 3)
     product = tensor::ExpandShapeOp::create(rewriter, loc, result, product,
                                             groups);
@@ -351,8 +377,13 @@ struct MatmulLowering : OpRewritePattern<MatmulOp> {
         identityOf(rewriter, Combine::Sum, result.getElementType()));
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{result}, op->getOperands(), ValueRange{init},
-        maps, iterators, [&](OpBuilder &b, Location l, ValueRange args) {
+        maps, iterators, [&](OpBuilder &b, Location l, ValueRange block) {
+          SmallVector<Value> args(block);
           bool isFloat = isa<FloatType>(args[0].getType());
+          // bf16 or f16 factors of an f32 result (loom-autocast's).
+          if (isFloat && args[0].getType() != args[2].getType())
+            for (Value &factor : MutableArrayRef<Value>(args).take_front(2))
+              factor = arith::ExtFOp::create(b, l, args[2].getType(), factor);
           Value prod = isFloat
                            ? (Value)arith::MulFOp::create(b, l, args[0], args[1])
                            : (Value)arith::MulIOp::create(b, l, args[0], args[1]);
@@ -1351,16 +1382,18 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
     int64_t channelsPerGroup = filterType.getDimSize(1);
     ArrayRef<int64_t> pads = op.getPads(), strides = op.getStrides(),
                       dilations = op.getDilations();
-    Type element = outType.getElementType();
+    // The factors' element type (an f32 result may accumulate bf16 ones).
+    Type element = filterType.getElementType();
     Value padded = padSpatial(
         rewriter, loc, op.getInput(), pads.take_front(spatial),
         pads.drop_front(spatial), rewriter.getFloatAttr(element, 0.0));
     Value result;
-    if (spatial == 2 && element.isF32()) {
+    if (spatial == 2 && isGemmElement(element)) {
       // The named grouped convolution, which loom-matmul-to-kernel hands to
       // the runtime's im2col + GEMM kernel after bufferization: input
       // [N, G, Cg, H, W], filter [G, Fg, Cg, KH, KW], result [N, G, Fg, OH,
-      // OW], reshaped from and to loom's layouts.
+      // OW], reshaped from and to loom's layouts. bf16 and f16 accumulate in
+      // f32.
       auto paddedType = cast<RankedTensorType>(padded.getType());
       ArrayRef<int64_t> in = paddedType.getShape();
       ArrayRef<int64_t> out = outType.getShape();
@@ -1380,15 +1413,18 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
                  filterType.getDimSize(2), filterType.getDimSize(3)},
                 {{0, 1}, {2}, {3}, {4}});
       auto out5 = RankedTensorType::get(
-          {out[0], groups, featuresPerGroup, out[2], out[3]}, element);
+          {out[0], groups, featuresPerGroup, out[2], out[3]},
+          rewriter.getF32Type());
       Value init5 = filledTensor(rewriter, loc, out5,
-                                 identityOf(rewriter, Combine::Sum, element));
+                                 rewriter.getF32FloatAttr(0.0f));
       Value conv =
           linalg::Conv2DNgchwGfchwOp::create(
               rewriter, loc, TypeRange{out5}, ValueRange{input5, filter5},
               ValueRange{init5}, rewriter.getI64TensorAttr(strides),
               rewriter.getI64TensorAttr(dilations))
               .getResult(0);
+      conv = roundProduct(rewriter, loc, conv,
+                          out5.clone(outType.getElementType()));
       result = tensor::CollapseShapeOp::create(
           rewriter, loc, outType, conv,
           SmallVector<ReassociationIndices>{n, g, h, w});
@@ -1410,8 +1446,10 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
       SmallVector<utils::IteratorType> iterators(2 + spatial,
                                                  utils::IteratorType::parallel);
       iterators.append(1 + spatial, utils::IteratorType::reduction);
-      Value init = filledTensor(rewriter, loc, outType,
-                                identityOf(rewriter, Combine::Sum, element));
+      Type accumulator = outType.getElementType();
+      Value init = filledTensor(
+          rewriter, loc, outType,
+          identityOf(rewriter, Combine::Sum, accumulator));
       result = linalg::GenericOp::create(
                    rewriter, loc, TypeRange{outType},
                    ValueRange{padded, op.getFilter()}, ValueRange{init},
@@ -1420,7 +1458,12 @@ struct ConvLowering : OpRewritePattern<ConvOp> {
                     AffineMap::get(loops, 0, outExprs, ctx)},
                    iterators,
                    [&](OpBuilder &b, Location l, ValueRange a) {
-                     Value prod = arith::MulFOp::create(b, l, a[0], a[1]);
+                     Value x = a[0], w = a[1];
+                     if (element != accumulator) {
+                       x = arith::ExtFOp::create(b, l, accumulator, x);
+                       w = arith::ExtFOp::create(b, l, accumulator, w);
+                     }
+                     Value prod = arith::MulFOp::create(b, l, x, w);
                      Value sum = arith::AddFOp::create(b, l, a[2], prod);
                      linalg::YieldOp::create(b, l, sum);
                    })
@@ -2102,40 +2145,55 @@ class KernelCalls {
 public:
   explicit KernelCalls(ModuleOp module) : module(module) {}
 
-  /// A memref type of `rank` f32 dimensions that accepts every layout.
-  MemRefType anyLayout(int64_t rank) {
+  /// A memref type of `rank` dimensions of `element` that accepts every
+  /// layout.
+  static MemRefType anyLayout(int64_t rank, Type element) {
     int64_t dyn = ShapedType::kDynamic;
     SmallVector<int64_t> dims(rank, dyn);
-    MLIRContext *ctx = module.getContext();
-    return MemRefType::get(dims, Float32Type::get(ctx),
-                           StridedLayoutAttr::get(ctx, dyn, dims));
+    return MemRefType::get(dims, element,
+                           StridedLayoutAttr::get(element.getContext(), dyn,
+                                                  dims));
   }
 
-  /// Whether every operand of `op` is a strided f32 memref (with unit inner
-  /// stride where `unitRows`).
-  static bool stridedF32(Operation *op, bool unitRows) {
+  /// The suffix of the kernel that computes `op`, whose operands must be
+  /// strided memrefs (with unit inner stride where `unitRows`): "f32" when
+  /// all are f32, "bf16" or "f16" when the factors are bf16 or f16 and the
+  /// result (accumulator, the last operand) f32; empty for anything else.
+  static StringRef kernelSuffix(Operation *op, bool unitRows) {
+    SmallVector<Type> elements;
     for (Value operand : op->getOperands()) {
       auto type = dyn_cast<MemRefType>(operand.getType());
       SmallVector<int64_t> strides;
       int64_t offset;
-      if (!type || !type.getElementType().isF32() ||
-          failed(type.getStridesAndOffset(strides, offset)) ||
+      if (!type || failed(type.getStridesAndOffset(strides, offset)) ||
           (unitRows && strides.back() != 1))
-        return false;
+        return {};
+      elements.push_back(type.getElementType());
     }
-    return true;
+    if (elements.size() != 3 || !elements[2].isF32() ||
+        elements[0] != elements[1])
+      return {};
+    if (elements[0].isF32())
+      return "f32";
+    if (elements[0].isBF16())
+      return "bf16";
+    if (elements[0].isF16())
+      return "f16";
+    return {};
   }
 
   /// Replaces `op` by a call of `name` (declared on first use with the C
-  /// interface) on its operands cast to `operandType`, then `extra` i64
-  /// constants.
-  void replace(Operation *op, StringRef name, MemRefType operandType,
-               ArrayRef<int64_t> extra) {
+  /// interface) on its operands cast to memrefs of any layout, then `extra`
+  /// i64 constants.
+  void replace(Operation *op, StringRef name, ArrayRef<int64_t> extra) {
     OpBuilder b(op);
     Location loc = op->getLoc();
     SmallVector<Value> args;
-    for (Value operand : op->getOperands())
-      args.push_back(memref::CastOp::create(b, loc, operandType, operand));
+    for (Value operand : op->getOperands()) {
+      auto type = cast<MemRefType>(operand.getType());
+      args.push_back(memref::CastOp::create(
+          b, loc, anyLayout(type.getRank(), type.getElementType()), operand));
+    }
     for (int64_t value : extra)
       args.push_back(
           arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(value)));
@@ -2234,11 +2292,13 @@ struct LoomMatmulToKernelPass
       bool transposeA = maps[0] == AffineMap::get(3, 0, {d(2), d(0)}, c);
       bool plainA = maps[0] == AffineMap::get(3, 0, {d(0), d(2)}, c);
       if ((!transposeB && !plainB) || (!transposeA && !plainA) ||
-          maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, c) ||
-          !KernelCalls::stridedF32(matmul, /*unitRows=*/true))
+          maps[2] != AffineMap::get(3, 0, {d(0), d(1)}, c))
+        return;
+      StringRef suffix = KernelCalls::kernelSuffix(matmul, /*unitRows=*/true);
+      if (suffix.empty())
         return;
       int64_t overwrite = overwriteFlag(matmul, matmul.getOutputs()[0]);
-      calls.replace(matmul, "loom_kernel_matmul_f32", calls.anyLayout(2),
+      calls.replace(matmul, ("loom_kernel_matmul_" + suffix).str(),
                     {flags(transposeA, transposeB) | overwrite});
     });
 
@@ -2254,25 +2314,27 @@ struct LoomMatmulToKernelPass
       bool transposeA = maps[0] == map(3, 1), plainA = maps[0] == map(1, 3);
       bool transposeB = maps[1] == map(2, 3), plainB = maps[1] == map(3, 2);
       if ((!transposeA && !plainA) || (!transposeB && !plainB) ||
-          maps[2] != map(1, 2) ||
-          !KernelCalls::stridedF32(matmul, /*unitRows=*/true))
+          maps[2] != map(1, 2))
+        return;
+      StringRef suffix = KernelCalls::kernelSuffix(matmul, /*unitRows=*/true);
+      if (suffix.empty())
         return;
       int64_t overwrite = overwriteFlag(matmul, matmul.getOutputs()[0]);
-      calls.replace(matmul, "loom_kernel_batch_matmul_f32", calls.anyLayout(3),
+      calls.replace(matmul, ("loom_kernel_batch_matmul_" + suffix).str(),
                     {flags(transposeA, transposeB) | overwrite});
     });
 
     // Grouped 2-D convolutions: im2col + GEMM in the runtime, with the
     // strides and dilations as arguments.
     module.walk([&](linalg::Conv2DNgchwGfchwOp conv) {
-      if (!conv.hasPureBufferSemantics() ||
-          !KernelCalls::stridedF32(conv, /*unitRows=*/false))
+      StringRef suffix = KernelCalls::kernelSuffix(conv, /*unitRows=*/false);
+      if (!conv.hasPureBufferSemantics() || suffix.empty())
         return;
       SmallVector<int64_t> extra;
       for (DenseIntElementsAttr attr : {conv.getStrides(), conv.getDilations()})
         for (APInt v : attr.getValues<APInt>())
           extra.push_back(v.getSExtValue());
-      calls.replace(conv, "loom_kernel_conv2d_f32", calls.anyLayout(5), extra);
+      calls.replace(conv, ("loom_kernel_conv2d_" + suffix).str(), extra);
     });
 
     // Buffers of zeros that no product copies from any more.

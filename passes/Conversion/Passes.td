@@ -181,15 +181,21 @@ def LoomFuseElementwisePass
 
 def LoomReassociateReductionsPass
     : Pass<"loom-reassociate-reductions", "::mlir::func::FuncOp"> {
-  let summary = "lets the code generator reorder the float arithmetic of reductions";
+  let summary = "lets the code generator reorder the float arithmetic of reductions other than sums";
   let description = [{
     Marks the accumulation of every `linalg.generic` with a reduction
-    iterator (sums, means, variances, softmax denominators, convolutions)
-    with the `reassoc` and `contract` fast-math flags, so that LLVM can
-    vectorize the reduction (partial sums in vector lanes) and fuse
-    multiply-adds: the ops that combine an element with the accumulator
+    iterator whose combiner is not a sum (maxima, minima, products) with the
+    `reassoc` and `contract` fast-math flags, so that LLVM can vectorize the
+    reduction: the ops that combine an element with the accumulator
     (`matchReduction`'s combiners) and the products that feed only them.
-    Results change only by rounding, as with any blocked summation.
+
+    Sums are left in order. LLVM vectorizes a reassociated sum with the
+    vector width and interleaving its cost model picks for the whole loop,
+    so the same sum fused with different producers rounded differently: a
+    softmax denominator recomputed in the backward pass (`loom-remat`) was
+    not bit for bit the one of the forward pass. The sums that vectorize
+    well (innermost, contiguous, a multiple of 16 elements) get lanes of
+    their own, in a fixed order, from `loom-split-lane-reductions`.
 
     Other arithmetic in the body (elementwise producers that fusion moved
     into the reduction) keeps strict semantics, because the same value may
@@ -202,25 +208,30 @@ def LoomReassociateReductionsPass
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
 
-def LoomSplitMinMaxReductionsPass
-    : Pass<"loom-split-minmax-reductions", "::mlir::func::FuncOp"> {
-  let summary = "splits innermost f32 max/min reductions into 16 lanes that vectorize";
+def LoomSplitLaneReductionsPass
+    : Pass<"loom-split-lane-reductions", "::mlir::func::FuncOp"> {
+  let summary = "splits innermost f32 sums, maxima and minima into 16 lanes that vectorize in a fixed order";
   let description = [{
-    LLVM's loop vectorizer recognizes a maximum or minimum reduction only in
-    a few forms, and InstCombine rewrites the common `max(acc, select(mask,
-    -inf, x))` of masked softmax into `select(mask, acc, max(acc, x))`,
-    which it then does not recognize: the row maxima of attention scores ran
-    as scalar loops. This pass rewrites each `linalg.generic` on tensors
-    whose one reduction is its innermost loop, of a static size n that is a
-    multiple of 16 (32 or more), that each input reads along its own
-    innermost dimension, and whose combiner is an f32 `maximumf` or
-    `minimumf`: those input dimensions are expanded into [n / 16, 16], the
-    op keeps 16 partial results (from -inf, or +inf) in an extra innermost
-    parallel dimension (a loop over independent lanes, which vectorizes as
-    elementwise code), and a second op combines the 16 with the original
-    init. (Upstream's `linalg::splitReduction` mistakes a constant index,
-    the broadcast mask's `0`, for a loop dimension.) These maxima and minima are exact in any order, so results do not
-    change. `loomc -O2` and above run it before bufferization.
+    Rewrites each `linalg.generic` on tensors whose one reduction is its
+    innermost loop, of a static size n that is a multiple of 16 (32 or
+    more), that each input reads along its own innermost dimension, and
+    whose combiner is an f32 `addf`, `maximumf` or `minimumf`: those input
+    dimensions are expanded into [n / 16, 16], the op keeps 16 partial
+    results (from 0, -inf or +inf) in an extra innermost parallel dimension
+    (a loop over independent lanes, which vectorizes as elementwise code),
+    and a second op combines the 16 with the original init, in order.
+
+    Sums: lane l adds elements l, l + 16, l + 32, ... in order, whatever
+    the code around the loop, so a sum rounds the same in every context
+    (`loom-reassociate-reductions` leaves sums unreassociated for this).
+    Maxima and minima: LLVM's loop vectorizer recognizes them only in a few
+    forms, and InstCombine rewrites the common `max(acc, select(mask, -inf,
+    x))` of masked softmax into `select(mask, acc, max(acc, x))`, which it
+    then does not recognize: the row maxima of attention scores ran as
+    scalar loops; they are exact in any order. (Upstream's
+    `linalg::splitReduction` mistakes a constant index, the broadcast mask's
+    `0`, for a loop dimension.) `loomc -O2` and above run it before
+    bufferization.
   }];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",

@@ -111,6 +111,12 @@ struct LoomBuildTrainStepPass
     if (accumulate < 1)
       return module.emitError("accumulate must be at least 1, got ")
              << (int64_t)accumulate;
+    if (lossScale != "none" && lossScale != "dynamic")
+      return module.emitError("unknown loss scaling '")
+             << lossScale << "' (expected none or dynamic)";
+    if (lossScaleInit <= 0 || lossScaleGrowthInterval < 1)
+      return module.emitError("loss-scale-init must be positive and "
+                              "loss-scale-growth-interval at least 1");
     if (nesterov && (optimizer != "sgd" || momentum <= 0))
       return module.emitError("nesterov needs the sgd optimizer with a "
                               "positive momentum");
@@ -352,9 +358,35 @@ struct LoomBuildTrainStepPass
         names.push_back(name.str());
       }
     }
+    Type f32 = b.getF32Type();
+    Scalars s{b, loc, f32};
+    auto stepType = RankedTensorType::get({}, b.getI64Type());
+    auto i64Scalar = [&](int64_t v) -> Value {
+      return ConstantOp::create(b, loc, stepType, (double)v);
+    };
+
+    // Dynamic loss scaling (torch.amp.GradScaler's): the gradients are
+    // those of loss * scale, so that small fp16 gradients do not flush to
+    // zero, and are unscaled before anything reads them. The scale is
+    // loss-scale-init * 2^e, with the exponent e, the count of clean steps
+    // since the scale last changed and the count of skipped steps in the
+    // optimizer state (all starting at 0), so checkpoints carry them.
+    Value scaleExponent, growthTracker, skippedSteps, scale;
+    if (lossScale == "dynamic") {
+      auto f32Scalar = RankedTensorType::get({}, f32);
+      scaleExponent = addState(train, f32Scalar, "loss_scale.exponent");
+      growthTracker = addState(train, stepType, "loss_scale.growth_tracker");
+      skippedSteps = addState(train, stepType, "loss_scale.skipped_steps");
+    }
     b.setInsertionPoint(ret);
+    Value scaledLoss = *lossValue;
+    if (scaleExponent) {
+      scale = s.mul(PowOp::create(b, loc, s.constant(2.0), scaleExponent),
+                    lossScaleInit);
+      scaledLoss = MulOp::create(b, loc, *lossValue, scale);
+    }
     FailureOr<SmallVector<Value>> grads =
-        buildGradients(b, *lossValue, params);
+        buildGradients(b, scaledLoss, params);
     if (failed(grads))
       return signalPassFailure();
 
@@ -373,8 +405,6 @@ struct LoomBuildTrainStepPass
       return signalPassFailure();
     }
 
-    Type f32 = b.getF32Type();
-    Scalars s{b, loc, f32};
     auto toF32 = [&](Value v) -> Value {
       if (getElementTypeOrSelf(v.getType()) == f32)
         return v;
@@ -389,8 +419,14 @@ struct LoomBuildTrainStepPass
                             scalar);
     };
 
+    if (scale) {
+      Value inverse = s.div(s.constant(1.0), scale);
+      for (unsigned i : trainable)
+        (*grads)[i] = MulOp::create(b, loc, (*grads)[i],
+                                    like(inverse, params[i]));
+    }
+
     // Step counter and learning rate.
-    auto stepType = RankedTensorType::get({}, b.getI64Type());
     Value step = addState(train, stepType, "step");
     b.setInsertionPoint(ret);
     Value stepF = CastOp::create(b, loc, RankedTensorType::get({}, f32), step);
@@ -403,9 +439,6 @@ struct LoomBuildTrainStepPass
     Value apply;
     SmallVector<Value> accumulators, accumulated;
     Value micro, microNext;
-    auto i64Scalar = [&](int64_t v) -> Value {
-      return ConstantOp::create(b, loc, stepType, (double)v);
-    };
     if (accumulate > 1)
       micro = addState(train, stepType, "micro_step");
     if (dropoutPosition) {
@@ -443,6 +476,29 @@ struct LoomBuildTrainStepPass
                    : next;
     };
 
+    // With loss scaling, a step whose gradients hold an inf or NaN (their
+    // sum times 0 is then NaN, else 0) leaves parameters and optimizer state
+    // as they are.
+    Value finite;
+    if (scale) {
+      Value found = s.constant(0.0);
+      for (unsigned i : trainable) {
+        Value g = (*grads)[i];
+        Value zeros = MulOp::create(b, loc, g, like(s.constant(0.0), g));
+        found = s.add(found, toF32(ReduceSumOp::create(
+                                 b, loc, zeros, ArrayRef<int64_t>{}, false)));
+      }
+      finite = EqualOp::create(b, loc, found, s.constant(0.0));
+    }
+    auto whenUpdated = [&](Value next, Value old) -> Value {
+      Value gate = apply;
+      if (finite)
+        gate = apply ? AndOp::create(b, loc, apply, finite).getResult()
+                     : finite;
+      return gate ? WhereOp::create(b, loc, gate, next, old).getResult()
+                  : next;
+    };
+
     // Global-norm clipping.
     if (clipNorm > 0) {
       Value total = s.constant(0.0);
@@ -464,7 +520,12 @@ struct LoomBuildTrainStepPass
                                       outputAttr(b, "lr")};
     SmallVector<Value> stateResults, stateOld;
     SmallVector<DictionaryAttr> stateAttrs;
-    Value t = s.add(stepF, 1.0); // 1-based step for Adam's bias correction
+    // 1-based step for Adam's bias correction, which skipped steps do not
+    // advance (as a skipped optimizer.step() does not).
+    Value t = s.add(stepF, 1.0);
+    if (skippedSteps)
+      t = s.sub(t, CastOp::create(b, loc, RankedTensorType::get({}, f32),
+                                  skippedSteps));
     for (unsigned i : trainable) {
       Value p = params[i], g = (*grads)[i];
       StringRef name = names[i];
@@ -524,12 +585,41 @@ struct LoomBuildTrainStepPass
         stateAttrs.push_back(outputAttr(b, name.str() + ".exp_avg_sq.next",
                                         name.str() + ".exp_avg_sq"));
       }
-      results.push_back(whenApplied(updated, params[i]));
+      results.push_back(whenUpdated(updated, params[i]));
       attrs.push_back(outputAttr(b, name.str() + ".next", name));
     }
     for (auto [next, old] : llvm::zip(stateResults, stateOld))
-      results.push_back(whenApplied(next, old));
+      results.push_back(whenUpdated(next, old));
     attrs.append(stateAttrs);
+    if (scale) {
+      // GradScaler.update(): halve the scale and skip on inf/NaN, double it
+      // after loss-scale-growth-interval clean steps in a row.
+      Value one = i64Scalar(1);
+      Value tracked = WhereOp::create(
+          b, loc, finite, AddOp::create(b, loc, growthTracker, one),
+          i64Scalar(0));
+      Value grow = EqualOp::create(b, loc, tracked,
+                                   i64Scalar(lossScaleGrowthInterval));
+      Value trackerNext = WhereOp::create(b, loc, grow, i64Scalar(0), tracked);
+      Value exponentNext = WhereOp::create(
+          b, loc, finite,
+          WhereOp::create(b, loc, grow, s.add(scaleExponent, 1.0),
+                          scaleExponent),
+          s.add(scaleExponent, -1.0));
+      Value skippedNext = WhereOp::create(
+          b, loc, finite, skippedSteps, AddOp::create(b, loc, skippedSteps, one));
+      results.push_back(scale);
+      attrs.push_back(outputAttr(b, "loss_scale"));
+      results.append({whenApplied(exponentNext, scaleExponent),
+                      whenApplied(trackerNext, growthTracker),
+                      whenApplied(skippedNext, skippedSteps)});
+      attrs.append(
+          {outputAttr(b, "loss_scale.exponent.next", "loss_scale.exponent"),
+           outputAttr(b, "loss_scale.growth_tracker.next",
+                      "loss_scale.growth_tracker"),
+           outputAttr(b, "loss_scale.skipped_steps.next",
+                      "loss_scale.skipped_steps")});
+    }
     results.push_back(
         whenApplied(AddOp::create(b, loc, step, i64Scalar(1)), step));
     attrs.push_back(outputAttr(b, "step.next", "step"));
@@ -578,6 +668,7 @@ struct LoomBuildTrainStepPass
         b.getNamedAttr("min_lr", b.getF64FloatAttr(minLr)),
         b.getNamedAttr("clip_norm", b.getF64FloatAttr(clipNorm)),
         b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
+        b.getNamedAttr("loss_scale", b.getStringAttr(lossScale)),
         b.getNamedAttr("forward", b.getStringAttr(forward.getSymName())),
         b.getNamedAttr("train_entry", b.getStringAttr("train_step")),
         b.getNamedAttr("eval_entry", b.getStringAttr("eval_step"))};

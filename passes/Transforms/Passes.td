@@ -88,6 +88,19 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
        With mean losses and equal micro-batches this is one step on their
        union.
 
+    7. With `loss-scale=dynamic` (for fp16 training), torch.amp.GradScaler's
+       dynamic loss scaling: the gradients are those of `loss * scale`,
+       divided by the scale before clipping, accumulation or the optimizer
+       see them. A step whose gradients hold an inf or NaN leaves the
+       parameters and optimizer state unchanged (Adam's bias correction
+       does not count it) and halves the scale; after
+       `loss-scale-growth-interval` clean steps in a row the scale doubles.
+       The scale is `loss-scale-init * 2^e`; `e`, the clean-step count and
+       the count of skipped steps are optimizer state
+       (`loss_scale.exponent`, `loss_scale.growth_tracker`,
+       `loss_scale.skipped_steps`, starting at 0), so checkpoints carry
+       them; the step's scale is the output `loss_scale`.
+
     Batch normalization in training mode also updates its running
     statistics (parameters without a gradient) each step.
 
@@ -122,6 +135,12 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
            "clip gradients to this global L2 norm (0: off)">,
     Option<"accumulate", "accumulate", "int64_t", "1",
            "micro-batches whose gradients are summed per optimizer step">,
+    Option<"lossScale", "loss-scale", "std::string", "\"none\"",
+           "loss scaling: none or dynamic (for fp16)">,
+    Option<"lossScaleInit", "loss-scale-init", "double", "65536.0",
+           "the first dynamic loss scale">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
+           "2000", "clean steps after which the dynamic loss scale doubles">,
   ];
 }
 
@@ -327,6 +346,54 @@ def LoomBucketAllReducesPass : Pass<"loom-bucket-all-reduces", "::mlir::ModuleOp
     Option<"overlap", "overlap", "bool", "false",
            "start each bucket (loom.all_reduce_start) where its last gradient "
            "is produced and wait for it at its first use">,
+  ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
+def LoomAutocastPass : Pass<"loom-autocast", "::mlir::ModuleOp"> {
+  let summary = "runs matrix products and convolutions in bf16 or fp16, by an op policy";
+  let description = [{
+    Mixed precision on the forward functions, by one table of op policies
+    (as PyTorch's autocast lists):
+
+    * low precision (`precision`): `loom.matmul` and `loom.conv` (their
+      gradients are products too and follow);
+    * fp32: exp, log, pow, sqrt, rsqrt, reciprocal, softplus, softmax,
+      log-softmax, layer and batch norms, losses, reductions, cumsum, average
+      pooling, LSTM/GRU, and every op the table does not name;
+    * the widest float type of its operands: elementwise arithmetic and
+      comparisons, activations and data movement (0-d tensors and splat
+      constants take the type of the others, as scalars do in PyTorch's type
+      promotion, so `scores * 0.125` stays bf16).
+
+    A cast is inserted once per value and type, next to the value's
+    definition, and shared by all its uses; a widening followed by the
+    matching narrowing folds away. Signatures do not change: fp32 arguments
+    (parameters: the master weights) are cast where a product reads them and
+    results are cast back to their declared types, so a training step built
+    afterwards (`loom-build-train-step`) keeps its loss and optimizer in
+    fp32, and since the gradient of a cast is the cast back, each
+    parameter's gradient arrives in fp32.
+
+    ```mlir
+    %y = loom.matmul %x, %w : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+    %z = loom.add %y, %b : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    ```
+    becomes
+    ```mlir
+    %xl = loom.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    %wl = loom.cast %w : tensor<8x2xf32> -> tensor<8x2xbf16>
+    %y = loom.matmul %xl, %wl : (tensor<4x8xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+    %z = loom.add %y, %b : (tensor<4x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+    ```
+    A product whose every use would widen it back returns its f32
+    accumulator, as here, instead of a rounded bf16 result (but a
+    convolution with a bias rounds once, after the bias).
+    `loomc --precision=bf16|fp16` runs it before building the training step.
+  }];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "the low precision: bf16 or fp16">,
   ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }

@@ -28,7 +28,7 @@ func.func @whole_mesh(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 
 loom.mesh @mesh = <dp = 2>
 func.func @integers(%x: tensor<4xi64>) -> tensor<4xi64> {
-  // expected-error @+2 {{'loom.all_reduce' op on 'i64' is not supported on the CPU yet (f32 is)}}
+  // expected-error @+2 {{'loom.all_reduce' op on 'i64' is not supported on the CPU yet (f32, bf16 and f16 are)}}
   // expected-error @+1 {{failed to bufferize op}}
   %0 = loom.all_reduce sum %x on @mesh ["dp"] : tensor<4xi64>
   return %0 : tensor<4xi64>

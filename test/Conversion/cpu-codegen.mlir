@@ -1,11 +1,14 @@
 // RUN: loom-opt %s --split-input-file --loom-reassociate-reductions | FileCheck %s --check-prefix=REASSOC
 // RUN: loom-opt %s --split-input-file --loom-approximate-math | FileCheck %s --check-prefix=APPROX
 
-// Reductions get reassoc and contract; elementwise generics keep strict
-// arithmetic.
+// Sums keep their order (no fast-math flags: a reassociated sum rounds as
+// the vectorizer decides for the loop around it); products and maxima get
+// reassoc and contract (below); elementwise generics keep strict arithmetic.
 // REASSOC-LABEL: func @sum_rows
-// REASSOC: arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
-// REASSOC: arith.addf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+// REASSOC: arith.mulf %{{.*}}, %{{.*}} : f32
+// REASSOC-NOT: fastmath
+// REASSOC: arith.addf %{{.*}}, %{{.*}} : f32
+// REASSOC-NOT: fastmath
 // REASSOC-LABEL: func @scale
 // REASSOC-NOT: fastmath
 // REASSOC: return
@@ -80,4 +83,21 @@ func.func @math(%x: f32, %y: f64) -> (f32, f32, f32, f32, f64, f32) {
   %4 = math.erf %y : f64
   %5 = math.sin %x : f32
   return %0, %1, %2, %3, %4, %5 : f32, f32, f32, f32, f64, f32
+}
+
+// -----
+
+// A product reduction is reassociated, with the products feeding it.
+// REASSOC-LABEL: func @prod_rows
+// REASSOC: arith.mulf %{{.*}}, %{{.*}} fastmath<reassoc,contract> : f32
+#id3 = affine_map<(d0, d1) -> (d0, d1)>
+#row3 = affine_map<(d0, d1) -> (d0)>
+func.func @prod_rows(%x: tensor<4x8xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = linalg.generic {indexing_maps = [#id3, #row3], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x8xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %p = arith.mulf %acc, %a : f32
+    linalg.yield %p : f32
+  } -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }

@@ -107,9 +107,10 @@ static cl::opt<double>
 static cl::opt<std::string>
     metricsPath("metrics",
                 cl::desc("Write one record per step (step, epoch, loss, lr, "
+                         "with loss scaling loss_scale and skipped_steps, "
                          "samples_per_sec, step_ms: the train_step call) and "
-                         "per evaluation (val_loss): JSON lines, or CSV if "
-                         "the name ends in .csv"),
+                         "per evaluation (val_loss): JSON lines, or CSV "
+                         "(without the loss scale) if the name ends in .csv"),
                 cl::value_desc("FILE"), cl::sub(trainCommand),
                 cl::cat(trainCategory));
 static cl::opt<std::string>
@@ -654,11 +655,21 @@ int runTrain(int argc, char **argv) {
     if (csv && resume.empty())
       metrics << "step,epoch,loss,lr,samples_per_sec,step_ms,val_loss\n";
   }
+  // With dynamic loss scaling (loomc --precision=fp16): the step's scale and
+  // the skipped steps so far, for the progress lines and the metrics.
+  std::optional<size_t> scaleIndex, skippedIndex;
+  if (tensors.count("loss_scale") &&
+      tensors.count("loss_scale.skipped_steps")) {
+    scaleIndex = tensors["loss_scale"].index;
+    // The state after the step (the runtime swaps updates in).
+    skippedIndex = tensors["loss_scale.skipped_steps"].index;
+  }
+  double scale = NAN, skipped = NAN;
   auto record = [&](int64_t s, int64_t epoch, double loss, double lr,
                     double rate, double val, double stepMs) {
     if (!metrics.is_open())
       return;
-    char line[256];
+    char line[384];
     auto field = [](const char *fmt, double v) {
       if (std::isnan(v))
         return std::string();
@@ -672,6 +683,13 @@ int runTrain(int argc, char **argv) {
                     field("%.9g", loss).c_str(), field("%.9g", lr).c_str(),
                     field("%.1f", rate).c_str(), field("%.3f", stepMs).c_str(),
                     field("%.9g", val).c_str());
+    else if (std::isnan(val) && scaleIndex)
+      std::snprintf(line, sizeof(line),
+                    "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.9g, \"lr\": "
+                    "%.9g, \"loss_scale\": %.9g, \"skipped_steps\": %lld, "
+                    "\"samples_per_sec\": %.1f, \"step_ms\": %.3f}\n",
+                    (long long)s, (long long)epoch, loss, lr, scale,
+                    (long long)skipped, rate, stepMs);
     else if (std::isnan(val))
       std::snprintf(line, sizeof(line),
                     "{\"step\": %lld, \"epoch\": %lld, \"loss\": %.9g, \"lr\": "
@@ -720,6 +738,10 @@ int runTrain(int argc, char **argv) {
     ++step;
     double loss = scalarOf(train.get(), lossIndex);
     double lr = lrIndex ? scalarOf(train.get(), *lrIndex) : NAN;
+    if (scaleIndex) {
+      scale = scalarOf(train.get(), *scaleIndex);
+      skipped = scalarOf(train.get(), *skippedIndex);
+    }
     double elapsed = std::chrono::duration<double>(
                          std::chrono::steady_clock::now() - started)
                          .count();
@@ -738,6 +760,9 @@ int runTrain(int argc, char **argv) {
                     loss);
       if (lrIndex)
         log << format(" | lr %.3g", lr);
+      if (scaleIndex)
+        log << format(" | loss scale %g (%lld skipped)", scale,
+                      (long long)skipped);
       log << format(" | %.0f samples/s", rate);
       if (tokensPerSample)
         log << format(" | %.0f tokens/s", rate * tokensPerSample);

@@ -53,6 +53,15 @@ static cl::opt<std::string> target("target",
                                            "CUDA target comes later)"),
                                   cl::init("cpu"), cl::cat(loomcCategory));
 
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("Arithmetic precision: fp32 (default), bf16 or fp16 (mixed: "
+             "matrix products and convolutions, and their gradients, in "
+             "bf16/fp16 accumulating in fp32; softmax, norms, losses, "
+             "reductions, exp/log and the optimizer in fp32; parameters "
+             "and optimizer state stay fp32)"),
+    cl::init("fp32"), cl::cat(loomcCategory));
+
 static cl::opt<char> optLevel("O",
                               cl::desc("Optimization level: -O0 keeps the "
                                        "imported IR as is, -O1..-O3 simplify "
@@ -132,6 +141,23 @@ static cl::opt<int64_t>
                               "adds its gradient, every N-th run updates "
                               "with their mean (default 1)"),
                      cl::init(1), cl::cat(trainCategory));
+
+static cl::opt<std::string> lossScale(
+    "loss-scale",
+    cl::desc("Loss scaling: dynamic (the default with --precision=fp16: "
+             "torch.amp.GradScaler's, the scale and its counters in the "
+             "optimizer state) or none (the default otherwise)"),
+    cl::init(""), cl::cat(trainCategory));
+static cl::opt<double>
+    lossScaleInit("loss-scale-init",
+                  cl::desc("The first dynamic loss scale (default 65536)"),
+                  cl::init(65536.0), cl::cat(trainCategory));
+static cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval",
+    cl::desc("Clean steps in a row after which the dynamic loss scale "
+             "doubles (default 2000); a step with an inf or NaN gradient is "
+             "skipped and halves it"),
+    cl::init(2000), cl::cat(trainCategory));
 
 static cl::opt<std::string>
     remat("remat",
@@ -321,6 +347,17 @@ int main(int argc, char **argv) {
     t.minLr = minLr;
     t.clipNorm = clipNorm;
     t.accumulate = gradAccumulation;
+    t.lossScale = !lossScale.empty() ? std::string(lossScale)
+                  : precision == "fp16" ? "dynamic"
+                                        : "none";
+    if (t.lossScale != "none" && t.lossScale != "dynamic") {
+      WithColor::error(errs(), "loomc")
+          << "--loss-scale must be dynamic or none, got \"" << lossScale
+          << "\"\n";
+      return 1;
+    }
+    t.lossScaleInit = lossScaleInit;
+    t.lossScaleGrowthInterval = lossScaleGrowthInterval;
     options.train = t;
   }
   if (remat != "none" && remat != "selective" && remat != "full") {
@@ -336,6 +373,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.remat = remat;
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
+    WithColor::error(errs(), "loomc")
+        << "--precision must be fp32, bf16 or fp16, got \"" << precision
+        << "\"\n";
+    return 1;
+  }
+  options.precision = precision;
   if (!memoryBudget.empty()) {
     std::optional<int64_t> bytes = parseByteSize(memoryBudget);
     if (!bytes) {

@@ -55,6 +55,10 @@ struct TrainOptions {
   double minLr = 0.0;
   double clipNorm = 0.0;
   int64_t accumulate = 1;
+  /// "none" or "dynamic" (torch.amp.GradScaler's loss scaling).
+  std::string lossScale = "none";
+  double lossScaleInit = 65536.0;
+  int64_t lossScaleGrowthInterval = 2000;
 };
 
 struct CompilerOptions {
@@ -93,6 +97,9 @@ struct CompilerOptions {
   bool overlap = true;
   /// ZeRO stage (0-3) over the data axis.
   int64_t zero = 0;
+  /// "fp32", or "bf16"/"fp16": mixed precision by loom-autocast's op policy
+  /// (products in the low precision, parameters and optimizer in fp32).
+  std::string precision = "fp32";
   /// Recompute layers' activations in the backward pass (loom-remat) of a
   /// training step: "none", "selective" or "full" (every layer).
   std::string remat = "none";

@@ -1,6 +1,6 @@
 // RUN: loom-opt %s --loom-linalg-to-llvm-pipeline | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs,%loomrt | FileCheck %s
 // RUN: loom-opt %s --loom-linalg-to-llvm-pipeline=opt-level=1 | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs,%loomrt | FileCheck %s
-// RUN: loom-opt %s --loom-split-minmax-reductions | FileCheck %s --check-prefix=IR
+// RUN: loom-opt %s --loom-split-lane-reductions | FileCheck %s --check-prefix=IR
 
 // Masked row maxima over 64 columns, computed in 16 lanes (opt-level 2, the
 // default) and in one scalar loop (opt-level 1): both print the same values.

@@ -1,4 +1,4 @@
-// RUN: loom-opt %s --split-input-file --loom-split-minmax-reductions | FileCheck %s
+// RUN: loom-opt %s --split-input-file --loom-split-lane-reductions | FileCheck %s
 
 // Masked row maxima of attention scores ([B, H, T, T] -> [B, H, T, 1], the
 // mask broadcast over B and H): the reduced dimension of 64 becomes [4, 16]
@@ -68,8 +68,37 @@ func.func @row_min(%x: tensor<4x32xf32>, %init: tensor<4xf32>) -> tensor<4xf32> 
 
 // -----
 
-// Left alone: a sum (LLVM vectorizes it with reassociation), a maximum over
-// 24 elements (not a multiple of 16), and a maximum along the rows of its
+// A sum splits into 16 lanes from 0, combined in order with the init: the
+// order of its additions no longer depends on the loop LLVM vectorizes.
+
+#in = affine_map<(i, j) -> (i, j)>
+#out = affine_map<(i, j) -> (i)>
+
+// CHECK-LABEL: func.func @row_sum
+// CHECK: tensor.expand_shape {{.*}} output_shape [4, 4, 16]
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: linalg.fill ins(%[[ZERO]] : f32) outs({{.*}} : tensor<4x16xf32>)
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction", "parallel"]
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "reduction"]
+// CHECK-SAME: outs(%arg1 : tensor<4xf32>)
+// CHECK: arith.addf
+func.func @row_sum(%x: tensor<4x64xf32>, %init: tensor<4xf32>) -> tensor<4xf32> {
+  %r = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<4x64xf32>) outs(%init : tensor<4xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %s = arith.addf %acc, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+
+// -----
+
+// Left alone: a sum over 16 elements (fewer than 32), a maximum over 24
+// elements (not a multiple of 16), and a maximum along the rows of its
 // input (the innermost loop, but not the contiguous dimension).
 
 #in = affine_map<(i, j) -> (i, j)>
@@ -81,11 +110,11 @@ func.func @row_min(%x: tensor<4x32xf32>, %init: tensor<4xf32>) -> tensor<4xf32> 
 // CHECK-NOT: tensor.expand_shape
 // CHECK-COUNT-3: linalg.generic
 // CHECK-NOT: linalg.generic
-func.func @not_split(%a: tensor<4x64xf32>, %b: tensor<4x24xf32>, %c: tensor<64x32xf32>,
+func.func @not_split(%a: tensor<4x16xf32>, %b: tensor<4x24xf32>, %c: tensor<64x32xf32>,
                      %i4: tensor<4xf32>, %i32: tensor<32xf32>)
     -> (tensor<4xf32>, tensor<4xf32>, tensor<32xf32>) {
   %sum = linalg.generic {indexing_maps = [#in, #out], iterator_types = ["parallel", "reduction"]}
-      ins(%a : tensor<4x64xf32>) outs(%i4 : tensor<4xf32>) {
+      ins(%a : tensor<4x16xf32>) outs(%i4 : tensor<4xf32>) {
   ^bb0(%v: f32, %acc: f32):
     %s = arith.addf %acc, %v : f32
     linalg.yield %s : f32

@@ -1,0 +1,273 @@
+//===- Autocast.cpp - mixed precision by an op policy ---------------------===//
+//
+// Runs matrix products and convolutions in bf16 or fp16 and everything whose
+// accuracy depends on range or long sums in fp32, by one table of op
+// policies, as PyTorch's autocast lists do. Casts are inserted once per
+// value (next to its definition, shared by every use) and cancel where a
+// widening meets its narrowing (loom.cast's folder). Function signatures do
+// not change: parameters stay fp32 (master weights) and results are cast
+// back to their declared types, so the training step built afterwards keeps
+// its optimizer and loss in fp32, and the gradient of each cast (a cast
+// back) makes the gradients of low-precision products arrive in fp32. See
+// the pass description in Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/Passes.h"
+
+#include "dialects/Loom/LoomOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/Verifier.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+namespace mlir::loom {
+#define GEN_PASS_DEF_LOOMAUTOCASTPASS
+#include "passes/Transforms/Passes.h.inc"
+
+namespace {
+
+/// What precision an op runs in.
+enum class Policy {
+  /// In the low precision (bf16 or fp16): its float operands are cast down.
+  Low,
+  /// In the precision the model declared (fp32): operands cast back up.
+  Full,
+  /// In the widest float type among its operands; 0-d tensors and splat
+  /// constants take the type of the others, as scalars do in PyTorch's type
+  /// promotion.
+  Widest,
+};
+
+/// The op policy table. Ops it does not name run in full precision.
+Policy policyOf(Operation *op) {
+  return llvm::StringSwitch<Policy>(op->getName().getStringRef())
+      // Products: what low precision is for (their gradients are products
+      // too, and so follow).
+      .Cases({"loom.matmul", "loom.conv"}, Policy::Low)
+      // Range and long sums: exponentials, logarithms, powers, norms,
+      // softmaxes, losses, reductions and recurrences.
+      .Cases({"loom.exp", "loom.log", "loom.pow", "loom.sqrt", "loom.rsqrt",
+              "loom.reciprocal", "loom.softplus"},
+             Policy::Full)
+      .Cases({"loom.softmax", "loom.log_softmax", "loom.layer_norm",
+              "loom.batch_norm", "loom.batch_norm_train"},
+             Policy::Full)
+      .Cases({"loom.softmax_cross_entropy", "loom.nll_loss"}, Policy::Full)
+      .Cases({"loom.reduce_sum", "loom.reduce_mean", "loom.reduce_max",
+              "loom.reduce_min", "loom.reduce_prod", "loom.cumsum",
+              "loom.avg_pool"},
+             Policy::Full)
+      .Cases({"loom.lstm", "loom.gru"}, Policy::Full)
+      // Elementwise arithmetic and comparisons: the widest operand.
+      .Cases({"loom.add", "loom.sub", "loom.mul", "loom.div", "loom.max",
+              "loom.min", "loom.where", "loom.concat"},
+             Policy::Widest)
+      .Cases({"loom.equal", "loom.less", "loom.less_equal", "loom.greater",
+              "loom.greater_equal"},
+             Policy::Widest)
+      // Activations and data movement: whatever comes in.
+      .Cases({"loom.neg", "loom.abs", "loom.sign", "loom.relu", "loom.gelu",
+              "loom.tanh", "loom.sigmoid", "loom.erf", "loom.leaky_relu",
+              "loom.elu", "loom.hard_sigmoid", "loom.clip", "loom.softsign"},
+             Policy::Widest)
+      .Cases({"loom.floor", "loom.ceil", "loom.round", "loom.sin", "loom.cos"},
+             Policy::Widest)
+      .Cases({"loom.reshape", "loom.transpose", "loom.expand", "loom.slice",
+              "loom.split", "loom.pad", "loom.tile", "loom.gather",
+              "loom.gather_elements", "loom.scatter_elements", "loom.trilu"},
+             Policy::Widest)
+      .Cases({"loom.dropout", "loom.max_pool", "loom.shard",
+              "loom.optimization_barrier"},
+             Policy::Widest)
+      .Default(Policy::Full);
+}
+
+/// Whether `v` acts as a scalar in type promotion: a 0-d tensor or a splat
+/// constant.
+bool isScalarLike(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() == 0)
+    return true;
+  DenseElementsAttr value;
+  return matchPattern(v, m_Constant(&value)) && value.isSplat();
+}
+
+FloatType floatElement(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  return type ? dyn_cast<FloatType>(type.getElementType()) : FloatType();
+}
+
+class Autocaster {
+public:
+  Autocaster(func::FuncOp func, FloatType low) : func(func), low(low) {}
+
+  void run() {
+    Block &body = func.getBody().front();
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+        restoreOperands(&op);
+        continue;
+      }
+      if (isa<CastOp>(op) || op.getNumRegions() > 0) {
+        restoreOperands(&op);
+        continue;
+      }
+      retype(&op);
+    }
+    // Uses inside nested regions see the types they were written for.
+    for (auto &[value, type] : declared)
+      for (OpOperand &use : llvm::make_early_inc_range(value.getUses()))
+        if (use.getOwner()->getBlock() != &body)
+          use.set(castTo(value, type));
+    keepAccumulators();
+  }
+
+private:
+  /// A product whose every use widens it back to its declared type returns
+  /// its f32 accumulator instead: rounding it to the low precision and
+  /// widening it again only loses bits (and a bias added after the rounding
+  /// can flip the sign of a sum near zero, and with it a ReLU's gradient).
+  /// Convolutions with a bias keep the bias in the product, rounded once.
+  void keepAccumulators() {
+    for (Operation *op : products) {
+      if (auto conv = dyn_cast<ConvOp>(op); conv && conv.getBias())
+        continue;
+      Value result = op->getResult(0);
+      Type wide = declaredType(result);
+      auto widens = [&](Operation *user) {
+        auto cast = dyn_cast<CastOp>(user);
+        return cast && cast.getType() == wide;
+      };
+      if (result.use_empty() || !llvm::all_of(result.getUsers(), widens))
+        continue;
+      result.setType(wide);
+      for (Operation *user : llvm::make_early_inc_range(result.getUsers())) {
+        user->getResult(0).replaceAllUsesWith(result);
+        user->erase();
+      }
+    }
+  }
+
+  /// The type `v` had before this pass changed it.
+  Type declaredType(Value v) {
+    auto it = declared.find(v);
+    return it == declared.end() ? v.getType() : it->second;
+  }
+
+  /// `v` as `type` (same shape): `v` itself, or one cast per value and type
+  /// right after `v`'s definition, shared by all uses.
+  Value castTo(Value v, Type type) {
+    if (v.getType() == type)
+      return v;
+    Value &cached = casts[{v, type}];
+    if (cached)
+      return cached;
+    OpBuilder b(func.getContext());
+    if (Operation *def = v.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(v).getOwner());
+    cached = CastOp::create(b, v.getLoc(), type, v);
+    return cached;
+  }
+
+  /// Float operands of `op` back at their declared types.
+  void restoreOperands(Operation *op) {
+    for (OpOperand &operand : op->getOpOperands())
+      if (floatElement(operand.get()))
+        operand.set(castTo(operand.get(), declaredType(operand.get())));
+  }
+
+  void retype(Operation *op) {
+    // The float type the op was written in: its first float operand's.
+    FloatType written;
+    for (Value operand : op->getOperands())
+      if (auto type = dyn_cast_or_null<FloatType>(
+              getElementTypeOrSelf(declaredType(operand)))) {
+        written = type;
+        break;
+      }
+    if (!written || !written.isF32()) {
+      restoreOperands(op);
+      return;
+    }
+    FloatType compute = written;
+    switch (policyOf(op)) {
+    case Policy::Low:
+      compute = low;
+      products.push_back(op);
+      break;
+    case Policy::Full:
+      break;
+    case Policy::Widest: {
+      FloatType widest, widestScalar;
+      for (Value operand : op->getOperands()) {
+        FloatType type = floatElement(operand);
+        if (!type)
+          continue;
+        FloatType &slot = isScalarLike(operand) ? widestScalar : widest;
+        if (!slot || type.getWidth() > slot.getWidth())
+          slot = type;
+      }
+      compute = widest ? widest : widestScalar;
+      break;
+    }
+    }
+    for (OpOperand &operand : op->getOpOperands()) {
+      Value v = operand.get();
+      if (!floatElement(v) || getElementTypeOrSelf(declaredType(v)) != written)
+        continue;
+      operand.set(castTo(v, cast<RankedTensorType>(v.getType())
+                                .clone(compute)));
+    }
+    if (compute == written)
+      return;
+    for (OpResult result : op->getResults()) {
+      auto type = dyn_cast<RankedTensorType>(result.getType());
+      if (!type || type.getElementType() != written)
+        continue;
+      declared.try_emplace(result, type);
+      result.setType(type.clone(compute));
+    }
+  }
+
+  func::FuncOp func;
+  FloatType low;
+  llvm::DenseMap<Value, Type> declared;
+  llvm::DenseMap<std::pair<Value, Type>, Value> casts;
+  /// The ops run in the low precision, in order.
+  SmallVector<Operation *> products;
+};
+
+struct LoomAutocastPass
+    : impl::LoomAutocastPassBase<LoomAutocastPass> {
+  using LoomAutocastPassBase::LoomAutocastPassBase;
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    FloatType low;
+    if (precision == "bf16")
+      low = BFloat16Type::get(ctx);
+    else if (precision == "fp16")
+      low = Float16Type::get(ctx);
+    else {
+      emitError(UnknownLoc::get(ctx))
+          << "loom-autocast: unknown precision '" << precision
+          << "' (expected bf16 or fp16)";
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      Autocaster(func, low).run();
+      if (failed(mlir::verify(func)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::loom
