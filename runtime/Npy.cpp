@@ -43,7 +43,10 @@ std::string loom::npy::descrOf(loom_dtype_t dtype) {
   case LOOM_DTYPE_BOOL:
     return "|b1";
   case LOOM_DTYPE_BFLOAT16:
-    return "";
+    // numpy has no bfloat16; ml_dtypes (JAX's, PyTorch's and ONNX's numpy
+    // type for it) saves it as 2-byte raw data, read back with
+    // np.load(f).view(ml_dtypes.bfloat16).
+    return "|V2";
   }
   return "";
 }
@@ -102,11 +105,12 @@ bool loom::npy::read(const std::string &path, Array &out, std::string &error) {
   static const loom_dtype_t all[] = {
       LOOM_DTYPE_FLOAT32, LOOM_DTYPE_FLOAT64, LOOM_DTYPE_FLOAT16,
       LOOM_DTYPE_INT64,   LOOM_DTYPE_INT32,   LOOM_DTYPE_INT16,
-      LOOM_DTYPE_INT8,    LOOM_DTYPE_BOOL};
+      LOOM_DTYPE_INT8,    LOOM_DTYPE_BOOL,    LOOM_DTYPE_BFLOAT16};
   bool known = false;
   for (loom_dtype_t d : all)
-    if (descrOf(d) == descr || (descr.size() == 3 && descr[0] == '=' &&
-                                descrOf(d).substr(1) == descr.substr(1))) {
+    if (descrOf(d) == descr ||
+        (descr.size() == 3 && (descr[0] == '=' || descr[0] == '<') &&
+         descrOf(d).substr(1) == descr.substr(1))) {
       out.dtype = d;
       known = true;
     }

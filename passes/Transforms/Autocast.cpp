@@ -116,6 +116,7 @@ public:
         continue;
       }
       retype(&op);
+      roundEpilogue(&op);
     }
     // Uses inside nested regions see the types they were written for.
     for (auto &[value, type] : declared)
@@ -149,6 +150,46 @@ private:
         user->erase();
       }
     }
+  }
+
+  /// A product's bias add (a low-precision product plus a tensor of lower
+  /// rank, as a linear layer's) runs in f32 on the product's accumulator and
+  /// is rounded once to the low precision when something that does not
+  /// want f32 reads it, as PyTorch's autocast rounds `addmm`: the
+  /// activations between layers are then low-precision tensors, and a sum
+  /// near zero keeps its sign (rounding the product before adding the bias
+  /// does not).
+  void roundEpilogue(Operation *op) {
+    auto add = dyn_cast<AddOp>(op);
+    if (!add || add.getType().getElementType() == low)
+      return;
+    // The product as the add reads it: widened by this pass.
+    auto isProduct = [&](Value v) {
+      if (auto widened = v.getDefiningOp<CastOp>())
+        v = widened.getInput();
+      Operation *def = v.getDefiningOp();
+      return def && llvm::is_contained(products, def);
+    };
+    Value product = add.getLhs(), bias = add.getRhs();
+    if (!isProduct(product))
+      std::swap(product, bias);
+    if (!isProduct(product) ||
+        cast<RankedTensorType>(bias.getType()).getRank() >=
+            cast<RankedTensorType>(product.getType()).getRank())
+      return;
+    Value sum = add.getResult();
+    bool wantsLow = llvm::any_of(sum.getUsers(), [&](Operation *user) {
+      return !isa<func::ReturnOp>(user) && user->getNumRegions() == 0 &&
+             policyOf(user) != Policy::Full;
+    });
+    if (!wantsLow)
+      return;
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(op);
+    auto rounded = CastOp::create(
+        b, op->getLoc(), cast<RankedTensorType>(sum.getType()).clone(low), sum);
+    sum.replaceAllUsesExcept(rounded, rounded);
+    declared.try_emplace(rounded, sum.getType());
   }
 
   /// The type `v` had before this pass changed it.

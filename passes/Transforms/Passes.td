@@ -388,7 +388,11 @@ def LoomAutocastPass : Pass<"loom-autocast", "::mlir::ModuleOp"> {
     ```
     A product whose every use would widen it back returns its f32
     accumulator, as here, instead of a rounded bf16 result (but a
-    convolution with a bias rounds once, after the bias).
+    convolution with a bias rounds once, after the bias). A product's bias
+    add (the product plus a tensor of lower rank) runs in f32 and, when an
+    op that does not want f32 reads it (an activation, the next product),
+    is rounded once to the low precision, as PyTorch's autocast rounds
+    `addmm`: activations between layers are low-precision tensors.
     `loomc --precision=bf16|fp16` runs it before building the training step.
   }];
   let options = [

@@ -82,3 +82,27 @@ func.func @cancel(%a: tensor<4xbf16>, %b: tensor<4xf32>) -> (tensor<4xbf16>, ten
   %3 = loom.cast %2 : tensor<4xbf16> -> tensor<4xf32>
   return %1, %3 : tensor<4xbf16>, tensor<4xf32>
 }
+
+// -----
+
+// A linear layer's bias add runs in f32 on the product's accumulator and is
+// rounded once to bf16 for the ReLU and the next product, as PyTorch's
+// autocast rounds addmm; the last layer's sum feeds only the result, so it
+// stays f32.
+// CHECK-LABEL: func.func @linear_relu_linear
+// CHECK:      %[[Y:.*]] = loom.matmul {{.*}} -> tensor<4x8xf32>
+// CHECK-NEXT: %[[Z:.*]] = loom.add %[[Y]], %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[ZL:.*]] = loom.cast %[[Z]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK-NEXT: %[[R:.*]] = loom.relu %[[ZL]] : tensor<4x8xbf16>
+// CHECK-NEXT: %[[V:.*]] = loom.matmul %[[R]], %{{.*}} : (tensor<4x8xbf16>, tensor<8x8xbf16>) -> tensor<4x8xf32>
+// CHECK-NEXT: %[[O:.*]] = loom.add %[[V]], %{{.*}} : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+// CHECK-NEXT: return %[[O]] : tensor<4x8xf32>
+func.func @linear_relu_linear(%x: tensor<4x8xf32>, %w1: tensor<8x8xf32>, %b1: tensor<8xf32>,
+                              %w2: tensor<8x8xf32>, %b2: tensor<8xf32>) -> tensor<4x8xf32> {
+  %y = loom.matmul %x, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %z = loom.add %y, %b1 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %r = loom.relu %z : tensor<4x8xf32>
+  %v = loom.matmul %r, %w2 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %o = loom.add %v, %b2 : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  return %o : tensor<4x8xf32>
+}

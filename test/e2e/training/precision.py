@@ -114,18 +114,22 @@ class HalfLinear(torch.autograd.Function):
     def forward(ctx, x, w):
         xh, wh = x.half().float(), w.half().float()
         ctx.save_for_backward(xh, wh)
+        ctx.x_dtype = x.dtype
         return xh @ wh.t()
 
     @staticmethod
     def backward(ctx, g):
         xh, wh = ctx.saved_tensors
         gh = g.half().float()
-        return (gh @ wh).half().float(), (gh.t() @ xh).half().float()
+        return ((gh @ wh).half().to(ctx.x_dtype),
+                (gh.t() @ xh).half().float())
 
 
 class LoomHalfMLP(torch.nn.Module):
-    """generate.MLP under Loom's fp16 policy (HalfLinear; tanh, ReLU, biases
-    and the loss in f32)."""
+    """generate.MLP under Loom's fp16 policy: HalfLinear products, each bias
+    added in f32 and rounded once to fp16 for the activation, tanh and ReLU
+    in fp16 (PyTorch's half ops, which compute in f32 and round, as Loom's
+    do), the last layer's sum and the loss in f32."""
 
     def __init__(self, mlp):
         super().__init__()
@@ -133,8 +137,8 @@ class LoomHalfMLP(torch.nn.Module):
 
     def forward(self, x):
         m = self.mlp
-        x = torch.tanh(HalfLinear.apply(x, m.fc1.weight) + m.fc1.bias)
-        x = F.relu(HalfLinear.apply(x, m.fc2.weight) + m.fc2.bias)
+        x = torch.tanh((HalfLinear.apply(x, m.fc1.weight) + m.fc1.bias).half())
+        x = F.relu((HalfLinear.apply(x, m.fc2.weight) + m.fc2.bias).half())
         return HalfLinear.apply(x, m.fc3.weight) + m.fc3.bias
 
 
