@@ -26,6 +26,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <type_traits>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -47,9 +48,8 @@ struct Unranked {
   void *descriptor;
 };
 
-/// A strided memref of `T` (f32, bf16 or f16), read and written as f32:
-/// collectives of bf16 and f16 tensors move and reduce their values in f32
-/// and round the result once.
+/// A strided memref of `T` (f32, bf16 or f16), read and written as f32
+/// (exactly: f32 holds every bf16 and f16 value).
 template <typename T> struct View {
   T *data;
   std::vector<int64_t> sizes, strides;
@@ -331,7 +331,31 @@ bool reduceOpOf(int64_t reduction, loom::comm::ReduceOp &op) {
 
 namespace {
 
-/// out = the group's `in` concatenated along `dim` in rank order.
+/// Combines `values`, f32 copies of T elements, over the group by `op`:
+/// f32 tensors as f32; bf16 and fp16 ones travel and combine in their own
+/// format (half the bytes), each combination rounded to it, as NCCL
+/// reduces them.
+template <typename T>
+void allReduceValues(loom::comm::Communicator *c, std::vector<float> &values,
+                     loom::comm::ReduceOp op) {
+  if constexpr (std::is_same_v<T, float>) {
+    c->allReduce(values.data(), values.size(), op);
+  } else {
+    std::vector<uint16_t> bits(values.size());
+    for (size_t i = 0; i < values.size(); ++i)
+      bits[i] = loom::rt::fromFloat<T>(values[i]).bits;
+    c->allReduceHalf(bits.data(), bits.size(),
+                     std::is_same_v<T, loom::rt::Bf16>
+                         ? loom::comm::HalfFormat::BFloat16
+                         : loom::comm::HalfFormat::Float16,
+                     op);
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = loom::rt::toFloat(T{bits[i]});
+  }
+}
+
+/// out = the group's `in` concatenated along `dim` in rank order (bf16 and
+/// fp16 travel as f32: no reduction rounds them).
 template <typename T>
 void allGather(Unranked *in, Unranked *out, int64_t dim, int64_t group) {
   int64_t groupSize = group & 0xffffffff;
@@ -391,7 +415,7 @@ void reduceScatter(Unranked *in, Unranked *out, int64_t dim, int64_t reduction,
     local[dim] = index[dim] % n;
     packed[(size_t)r * block + dst.linear(local)] = src.get(index);
   });
-  if (!guarded([&] { c->allReduce(packed.data(), packed.size(), op); }))
+  if (!guarded([&] { allReduceValues<T>(c, packed, op); }))
     return;
   std::vector<float> mine(packed.begin() + (size_t)c->rank() * block,
                           packed.begin() + (size_t)(c->rank() + 1) * block);
@@ -441,7 +465,7 @@ void allReduceStart(Unranked *in, Unranked *out, int64_t reduction,
   CollectiveQueue &queue = CollectiveQueue::get();
   pending[dst.data] = queue.submit([=]() -> std::string {
     try {
-      c->allReduce(values->data(), values->size(), op);
+      allReduceValues<T>(c, *values, op);
     } catch (const comm::Error &e) {
       return e.what();
     }
@@ -468,8 +492,7 @@ template <typename T> void wait(Unranked *buffer) {
 
 } // namespace
 
-// The collectives by element type: f32, bf16 and f16 (moved and reduced
-// in f32).
+// The collectives by element type: f32, bf16 and f16.
 #define LOOM_COLLECTIVES(SUFFIX, T)                                            \
   extern "C" LOOM_API void _mlir_ciface_loom_rt_all_gather_##SUFFIX(          \
       Unranked *in, Unranked *out, int64_t dim, int64_t group) {               \

@@ -1,6 +1,7 @@
 //===- Comm.cpp - Gloo communicators and rendezvous stores ----------------===//
 
 #include "Comm.h"
+#include "LowPrecision.h"
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
@@ -248,6 +249,22 @@ private:
 // Gloo
 //===----------------------------------------------------------------------===//
 
+/// c[i] = op(a[i], b[i]) on 16-bit floats of type T: Gloo's reduction
+/// function for allReduceHalf, computed in f32 and rounded.
+template <typename T, ReduceOp op>
+void combineHalf(void *c, const void *a, const void *b, size_t n) {
+  auto *out = static_cast<T *>(c);
+  const auto *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
+  for (size_t i = 0; i < n; ++i) {
+    float u = loom::rt::toFloat(x[i]), v = loom::rt::toFloat(y[i]);
+    float r = op == ReduceOp::Sum    ? u + v
+              : op == ReduceOp::Prod ? u * v
+              : op == ReduceOp::Max  ? std::max(u, v)
+                                     : std::min(u, v);
+    out[i] = loom::rt::fromFloat<T>(r);
+  }
+}
+
 class GlooCommunicator : public Communicator {
 public:
   GlooCommunicator(const Rendezvous &r) : rendezvous(r) {
@@ -316,6 +333,26 @@ public:
                  : op == ReduceOp::Prod ? static_cast<Fn>(&gloo::product<float>)
                  : op == ReduceOp::Max  ? static_cast<Fn>(&gloo::max<float>)
                                         : static_cast<Fn>(&gloo::min<float>);
+    run("all_reduce", count, [&] {
+      gloo::AllreduceOptions options(context);
+      options.setOutput(data, count);
+      options.setReduceFunction(combine);
+      gloo::allreduce(stamped(options));
+    });
+  }
+
+  void allReduceHalf(uint16_t *data, size_t count, HalfFormat format,
+                     ReduceOp op) override {
+    using Fn = void (*)(void *, const void *, const void *, size_t);
+    auto pick = [&](auto tag) -> Fn {
+      using T = decltype(tag);
+      return op == ReduceOp::Sum    ? &combineHalf<T, ReduceOp::Sum>
+             : op == ReduceOp::Prod ? &combineHalf<T, ReduceOp::Prod>
+             : op == ReduceOp::Max  ? &combineHalf<T, ReduceOp::Max>
+                                    : &combineHalf<T, ReduceOp::Min>;
+    };
+    Fn combine = format == HalfFormat::BFloat16 ? pick(loom::rt::Bf16{})
+                                                : pick(loom::rt::F16{});
     run("all_reduce", count, [&] {
       gloo::AllreduceOptions options(context);
       options.setOutput(data, count);

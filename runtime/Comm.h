@@ -20,6 +20,7 @@
 #define LOOM_RUNTIME_COMM_H
 
 #include <chrono>
+#include <cstdint>
 #include <cstddef>
 #include <memory>
 #include <stdexcept>
@@ -59,6 +60,9 @@ Rendezvous rendezvousFromEnvironment();
 /// How all-reduce combines the ranks' values.
 enum class ReduceOp { Sum, Prod, Max, Min };
 
+/// The 16-bit float formats collectives carry as they are.
+enum class HalfFormat { BFloat16, Float16 };
+
 /// One rank's view of a group of ranks. Collectives are blocking and must be
 /// called in the same order on every rank.
 class Communicator {
@@ -68,6 +72,11 @@ public:
   virtual int size() const = 0;
   /// data[i] = the ranks' data[i] combined by `op`.
   virtual void allReduce(float *data, size_t count, ReduceOp op) = 0;
+  /// The same on bf16 or fp16 values (their bits): half the bytes of
+  /// allReduce on the wire; each combination of two values is computed in
+  /// f32 and rounded to the format.
+  virtual void allReduceHalf(uint16_t *data, size_t count, HalfFormat format,
+                             ReduceOp op) = 0;
   /// data[i] = sum over ranks of data[i].
   void allReduceSum(float *data, size_t count) {
     allReduce(data, count, ReduceOp::Sum);

@@ -100,6 +100,17 @@ public:
     run("all_reduce", ncclAllReduce(data, data, count, ncclFloat, nccl, comm,
                                     stream));
   }
+  void allReduceHalf(uint16_t *data, size_t count, HalfFormat format,
+                     ReduceOp op) override {
+    ncclRedOp_t nccl = op == ReduceOp::Sum    ? ncclSum
+                       : op == ReduceOp::Prod ? ncclProd
+                       : op == ReduceOp::Max  ? ncclMax
+                                              : ncclMin;
+    ncclDataType_t type =
+        format == HalfFormat::BFloat16 ? ncclBfloat16 : ncclHalf;
+    run("all_reduce",
+        ncclAllReduce(data, data, count, type, nccl, comm, stream));
+  }
   void allGather(const float *in, float *out, size_t count) override {
     run("all_gather", ncclAllGather(in, out, count, ncclFloat, comm, stream));
   }

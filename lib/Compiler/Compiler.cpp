@@ -233,6 +233,12 @@ static LogicalResult partitionAndLower(ModuleOp module,
     LoomPartitionPassOptions partition;
     partition.reduceScatter = options.zero != 1;
     pm.addPass(createLoomPartitionPass(partition));
+    if (options.gradReduceDtype != "fp32") {
+      LoomNarrowReductionsPassOptions narrow;
+      narrow.axis = options.dataAxis;
+      narrow.dtype = options.gradReduceDtype;
+      pm.addPass(createLoomNarrowReductionsPass(narrow));
+    }
     if (report) {
       LoomMemoryReportPassOptions report;
       report.parameters = true;

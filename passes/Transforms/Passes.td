@@ -350,6 +350,38 @@ def LoomBucketAllReducesPass : Pass<"loom-bucket-all-reduces", "::mlir::ModuleOp
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
+def LoomNarrowReductionsPass : Pass<"loom-narrow-reductions", "::mlir::ModuleOp"> {
+  let summary = "sums gradients over the data axis in bf16 or fp16";
+  let description = [{
+    Every `loom.all_reduce` and `loom.reduce_scatter` that sums (or
+    averages) an f32 tensor of rank 1 or more over exactly the mesh axis
+    `axis` (the data axis: the gradients of data parallelism and ZeRO) sums
+    it in `dtype` instead: the operand is cast to it, the collective carries
+    and combines 16-bit values (half the bytes on the wire; each combination
+    is rounded, as NCCL's bf16 all-reduce and PyTorch DDP's bf16
+    compression hook round), and the result is cast back. Scalars (the
+    loss, the loss scaler's overflow check) keep f32. `loomc
+    --grad-reduce-dtype=bf16|fp16` runs it after `loom-partition`, before
+    bucketing.
+    ```mlir
+    %r = loom.all_reduce sum %g on @mesh ["dp"] : tensor<64xf32>
+    ```
+    becomes
+    ```mlir
+    %n = loom.cast %g : tensor<64xf32> -> tensor<64xbf16>
+    %s = loom.all_reduce sum %n on @mesh ["dp"] : tensor<64xbf16>
+    %r = loom.cast %s : tensor<64xbf16> -> tensor<64xf32>
+    ```
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", "\"dp\"",
+           "the mesh axis whose sums are narrowed">,
+    Option<"dtype", "dtype", "std::string", "\"bf16\"",
+           "the format the sums travel in: bf16 or fp16">,
+  ];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 def LoomAutocastPass : Pass<"loom-autocast", "::mlir::ModuleOp"> {
   let summary = "runs matrix products and convolutions in bf16 or fp16, by an op policy";
   let description = [{

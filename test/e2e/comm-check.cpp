@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Comm.h"
+#include "LowPrecision.h"
 
 #include <cmath>
 #include <cstdio>
@@ -75,6 +76,22 @@ int main(int argc, char **argv) {
     }
     comm->allReduceSum(data.data(), count);
     ok &= expectEqual("all_reduce", rank, data, want);
+
+    // bf16 on the wire: integers up to 256 are exact in bf16, so the sums
+    // are exact in any order.
+    std::vector<uint16_t> half(count);
+    std::vector<float> halfSum(count), wantHalf(count);
+    for (size_t i = 0; i < count; ++i) {
+      half[i] = loom::rt::fromFloat<loom::rt::Bf16>(
+                    float((rank + 1) * (i % 16 + 1)))
+                    .bits;
+      wantHalf[i] = s * float(i % 16 + 1);
+    }
+    comm->allReduceHalf(half.data(), count, loom::comm::HalfFormat::BFloat16,
+                        loom::comm::ReduceOp::Sum);
+    for (size_t i = 0; i < count; ++i)
+      halfSum[i] = loom::rt::toFloat(loom::rt::Bf16{half[i]});
+    ok &= expectEqual("all_reduce_bf16", rank, halfSum, wantHalf);
 
     std::vector<float> mine(count), gathered(count * n), wantGathered(count * n);
     for (size_t i = 0; i < count; ++i)

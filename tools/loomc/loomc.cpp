@@ -252,6 +252,12 @@ static cl::opt<int64_t>
                        "state, 2 also gradients (reduce_scatter), 3 also "
                        "parameters (all_gather before use); default 0"),
               cl::init(0), cl::cat(parallelCategory));
+static cl::opt<std::string> gradReduceDtype(
+    "grad-reduce-dtype",
+    cl::desc("The format gradients are summed over the data axis in: fp32 "
+             "(default), or bf16/fp16 (half the bytes on the wire, each "
+             "partial sum rounded; the loss stays fp32)"),
+    cl::init("fp32"), cl::cat(parallelCategory));
 static cl::opt<bool>
     memoryReport("report",
                  cl::desc("Print the bytes one rank holds for train_step "
@@ -433,6 +439,18 @@ int main(int argc, char **argv) {
     WithColor::error(errs(), "loomc") << "--zero needs --mesh\n";
     return 1;
   }
+  if (gradReduceDtype != "fp32" && gradReduceDtype != "bf16" &&
+      gradReduceDtype != "fp16") {
+    WithColor::error(errs(), "loomc")
+        << "--grad-reduce-dtype must be fp32, bf16 or fp16, got \""
+        << gradReduceDtype << "\"\n";
+    return 1;
+  }
+  if (gradReduceDtype != "fp32" && mesh.empty()) {
+    WithColor::error(errs(), "loomc") << "--grad-reduce-dtype needs --mesh\n";
+    return 1;
+  }
+  options.gradReduceDtype = gradReduceDtype;
 
   mlir::DialectRegistry registry;
   mlir::loom::registerAllDialects(registry);

@@ -97,6 +97,9 @@ struct CompilerOptions {
   bool overlap = true;
   /// ZeRO stage (0-3) over the data axis.
   int64_t zero = 0;
+  /// "fp32", or "bf16"/"fp16": sums over the data axis in that format
+  /// (loom-narrow-reductions).
+  std::string gradReduceDtype = "fp32";
   /// "fp32", or "bf16"/"fp16": mixed precision by loom-autocast's op policy
   /// (products in the low precision, parameters and optimizer in fp32).
   std::string precision = "fp32";
