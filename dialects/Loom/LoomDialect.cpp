@@ -43,6 +43,14 @@ Operation *LoomDialect::materializeConstant(OpBuilder &builder, Attribute value,
   return ConstantOp::create(builder, loc, type, elements);
 }
 
+FloatType mlir::loom::lowPrecisionType(MLIRContext *ctx, StringRef name) {
+  if (name == "bf16")
+    return BFloat16Type::get(ctx);
+  if (name == "fp16")
+    return Float16Type::get(ctx);
+  return {};
+}
+
 StringRef mlir::loom::onnxNodeOf(Location loc) {
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getName().getValue();

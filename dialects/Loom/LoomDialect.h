@@ -47,6 +47,10 @@ namespace mlir::loom {
 /// when the location names none. The name lives in the context.
 StringRef onnxNodeOf(Location loc);
 
+/// The 16-bit float type a precision option names ("bf16" or "fp16"), or
+/// null for any other name.
+FloatType lowPrecisionType(MLIRContext *ctx, StringRef name);
+
 /// Attaches GradientOpInterface to the differentiable ops (LoomGradients.cpp);
 /// called when the dialect loads.
 void registerGradientModels(MLIRContext *context);

@@ -289,12 +289,8 @@ struct LoomAutocastPass
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    FloatType low;
-    if (precision == "bf16")
-      low = BFloat16Type::get(ctx);
-    else if (precision == "fp16")
-      low = Float16Type::get(ctx);
-    else {
+    FloatType low = lowPrecisionType(ctx, precision);
+    if (!low) {
       emitError(UnknownLoc::get(ctx))
           << "loom-autocast: unknown precision '" << precision
           << "' (expected bf16 or fp16)";

@@ -33,12 +33,8 @@ struct LoomNarrowReductionsPass
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    FloatType narrow;
-    if (dtype == "bf16")
-      narrow = BFloat16Type::get(ctx);
-    else if (dtype == "fp16")
-      narrow = Float16Type::get(ctx);
-    else {
+    FloatType narrow = lowPrecisionType(ctx, dtype);
+    if (!narrow) {
       emitError(UnknownLoc::get(ctx))
           << "loom-narrow-reductions: unknown dtype '" << dtype
           << "' (expected bf16 or fp16)";
