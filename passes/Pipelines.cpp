@@ -4,6 +4,7 @@
 // flags on reductions: loom-reassociate-reductions), then MLIR's upstream
 // bufferization and LLVM lowering. In mlir-opt terms the second half is
 //   loom-split-lane-reductions (from -O2), loom-duplicate-fills,
+//   loom-copy-repeated-results,
 //   one-shot-bufferize{bufferize-function-boundaries
 //     function-boundary-type-conversion=identity-layout-map
 //     allow-return-allocs-from-loops},
@@ -60,6 +61,8 @@ void loom::buildLoomLinalgToLLVMPipeline(
     pm.addNestedPass<func::FuncOp>(createLoomSplitLaneReductionsPass());
   // One fill per op that accumulates into it, not a shared fill and copies.
   pm.addNestedPass<func::FuncOp>(createLoomDuplicateFillsPass());
+  // A tensor of its own for every result (each becomes an out-parameter).
+  pm.addNestedPass<func::FuncOp>(createLoomCopyRepeatedResultsPass());
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =

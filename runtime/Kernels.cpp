@@ -4,9 +4,11 @@
 // bundles call these through MLIR's C interface (`_mlir_ciface_<name>`, one
 // memref descriptor pointer per memref argument); they resolve against
 // libloomrt when the bundle is loaded. fp32 GEMM is oneDNN's (`dnnl_sgemm`)
-// for large results and OpenBLAS's for small ones; bf16 and fp16 products
-// (f32 results) are oneDNN matmul primitives (AMX or AVX-512 BF16 where the
-// CPU has them), cached per shape. All run single-threaded, split over the
+// for large results and OpenBLAS's for small ones; bf16 products (f32
+// results) are oneDNN matmul primitives (AMX or AVX-512 BF16 where the CPU
+// has them), cached per shape; fp16 products too where oneDNN has them (the
+// oneDNN 2.6 of Debian 12 has no f16 matmul for CPUs, so there they widen
+// their factors and take the f32 GEMM). All run single-threaded, split over the
 // runtime's thread pool (Parallel.h), which also runs the bundles' own
 // parallel loops: one set of threads for everything.
 //
@@ -111,8 +113,9 @@ struct LowGemm {
 };
 
 /// c = op(a) * op(b) + beta * c with bf16 or f16 factors and an f32 result,
-/// on the calling thread. Products oneDNN cannot do (f16 on CPUs without
-/// AVX-512 FP16) convert the factors to f32 for the f32 GEMM.
+/// on the calling thread. Products oneDNN cannot do (f16 in oneDNN 2.6,
+/// also on this AVX-512 FP16 CPU) convert the factors to f32 for the f32
+/// GEMM.
 template <typename T>
 void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
           const T *a, int64_t lda, const T *b, int64_t ldb, float beta,

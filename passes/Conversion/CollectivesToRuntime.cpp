@@ -79,18 +79,6 @@ FailureOr<int64_t> groupSize(Operation *op, StringRef meshName,
   return (code << 32) | size;
 }
 
-/// The suffix of the runtime's collectives for `element` ("f32", "bf16",
-/// "f16"), or empty for element types they do not take.
-StringRef elementSuffix(Type element) {
-  if (element.isF32())
-    return "f32";
-  if (element.isBF16())
-    return "bf16";
-  if (element.isF16())
-    return "f16";
-  return {};
-}
-
 /// The runtime function a collective calls (less its element type's suffix)
 /// and its i64 arguments after the two buffers (the group size follows
 /// them).
@@ -171,7 +159,7 @@ struct CollectiveBufferization
                           BufferizationState &state) const {
     auto collective = cast<OpTy>(op);
     auto type = cast<RankedTensorType>(collective.getType());
-    StringRef suffix = elementSuffix(type.getElementType());
+    StringRef suffix = runtimeTypeSuffix(type.getElementType());
     if (suffix.empty())
       return op->emitOpError("on ")
              << type.getElementType()
@@ -260,7 +248,7 @@ struct WaitBufferization
     if (failed(buffer))
       return failure();
     auto type = cast<MemRefType>(buffer->getType());
-    StringRef suffix = elementSuffix(type.getElementType());
+    StringRef suffix = runtimeTypeSuffix(type.getElementType());
     if (suffix.empty())
       return op->emitOpError("on ") << type.getElementType()
                                     << " is not supported on the CPU yet";
@@ -303,6 +291,16 @@ struct OptimizationBarrierBufferization
 };
 
 } // namespace
+
+StringRef mlir::loom::runtimeTypeSuffix(Type element) {
+  if (element.isF32())
+    return "f32";
+  if (element.isBF16())
+    return "bf16";
+  if (element.isF16())
+    return "f16";
+  return {};
+}
 
 void mlir::loom::registerCollectiveBufferizationModels(
     DialectRegistry &registry) {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LoomToLinalg.h"
+#include "passes/Conversion/CollectivesToRuntime.h"
 
 #include "dialects/Loom/LoomOps.h"
 #include "passes/Passes.h"
@@ -30,6 +31,7 @@ namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMEXPOSEENTRYPOINTSPASS
 #define GEN_PASS_DEF_LOOMMEMREFCOPYTOLINALGPASS
 #define GEN_PASS_DEF_LOOMDUPLICATEFILLSPASS
+#define GEN_PASS_DEF_LOOMCOPYREPEATEDRESULTSPASS
 #define GEN_PASS_DEF_LOOMMATMULTOKERNELPASS
 #define GEN_PASS_DEF_LOOMFUSEELEMENTWISEPASS
 #include "passes/Conversion/Passes.h.inc"
@@ -2173,13 +2175,7 @@ public:
     if (elements.size() != 3 || !elements[2].isF32() ||
         elements[0] != elements[1])
       return {};
-    if (elements[0].isF32())
-      return "f32";
-    if (elements[0].isBF16())
-      return "bf16";
-    if (elements[0].isF16())
-      return "f16";
-    return {};
+    return runtimeTypeSuffix(elements[0]);
   }
 
   /// Replaces `op` by a call of `name` (declared on first use with the C
@@ -2360,6 +2356,27 @@ struct LoomMemrefCopyToLinalgPass
       linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(),
                              copy.getTarget());
       copy.erase();
+    });
+  }
+};
+
+struct LoomCopyRepeatedResultsPass
+    : mlir::loom::impl::LoomCopyRepeatedResultsPassBase<
+          LoomCopyRepeatedResultsPass> {
+  void runOnOperation() override {
+    getOperation().walk([](func::ReturnOp ret) {
+      llvm::SmallPtrSet<Value, 8> seen;
+      for (OpOperand &operand : ret->getOpOperands()) {
+        Value v = operand.get();
+        auto type = dyn_cast<RankedTensorType>(v.getType());
+        if (!type || seen.insert(v).second)
+          continue;
+        OpBuilder b(ret);
+        Value empty = tensor::EmptyOp::create(b, ret.getLoc(), type.getShape(),
+                                              type.getElementType());
+        operand.set(
+            linalg::CopyOp::create(b, ret.getLoc(), v, empty).getResult(0));
+      }
     });
   }
 };

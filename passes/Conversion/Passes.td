@@ -75,6 +75,22 @@ def LoomMemrefCopyToLinalgPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def LoomCopyRepeatedResultsPass
+    : Pass<"loom-copy-repeated-results", "::mlir::func::FuncOp"> {
+  let summary = "copies a tensor that a function returns more than once";
+  let description = [{
+    Bufferization turns each result of a function into an out-parameter of
+    its own (`buffer-results-to-out-params`), which crashed on a value
+    returned twice: two outputs that are one tensor (an ONNX graph whose
+    outputs name the same value, a training step returning a counter both
+    as an output and as its state update). This pass, run just before
+    bufferization, returns a `linalg.copy` of the value in each repeated
+    position, so every result has a tensor of its own.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def LoomDuplicateFillsPass
     : Pass<"loom-duplicate-fills", "::mlir::func::FuncOp"> {
   let summary = "gives every op that writes into a filled tensor a fill of its own";

@@ -107,11 +107,8 @@ public:
   void run() {
     Block &body = func.getBody().front();
     for (Operation &op : llvm::make_early_inc_range(body)) {
-      if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-        restoreOperands(&op);
-        continue;
-      }
-      if (isa<CastOp>(op) || op.getNumRegions() > 0) {
+      // Results, casts and ops with regions see their declared types.
+      if (isa<func::ReturnOp, CastOp>(op) || op.getNumRegions() > 0) {
         restoreOperands(&op);
         continue;
       }

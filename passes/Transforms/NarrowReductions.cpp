@@ -21,8 +21,7 @@ namespace mlir::loom {
 namespace {
 
 /// Whether `op` sums (or averages) over exactly the mesh axis `axis`.
-bool reducesOver(Operation *op, ArrayAttr axes, ReductionKind kind,
-                 StringRef axis) {
+bool reducesOver(ArrayAttr axes, ReductionKind kind, StringRef axis) {
   return (kind == ReductionKind::Sum || kind == ReductionKind::Avg) &&
          axes.size() == 1 && cast<StringAttr>(axes[0]).getValue() == axis;
 }
@@ -50,10 +49,10 @@ struct LoomNarrowReductionsPass
       if (!type || !type.getElementType().isF32() || type.getRank() == 0)
         return;
       if (auto r = dyn_cast<AllReduceOp>(op)) {
-        if (reducesOver(op, r.getMeshAxes(), r.getReduction(), axis))
+        if (reducesOver(r.getMeshAxes(), r.getReduction(), axis))
           targets.push_back(op);
       } else if (auto s = dyn_cast<ReduceScatterOp>(op)) {
-        if (reducesOver(op, s.getMeshAxes(), s.getReduction(), axis))
+        if (reducesOver(s.getMeshAxes(), s.getReduction(), axis))
           targets.push_back(op);
       }
     });

@@ -6,6 +6,11 @@
 // RUN: not loom-opt %s --loom-build-train-step --loom-build-train-step 2>&1 | FileCheck %s --check-prefix=SEVERAL
 // RUN: not loom-opt %s --loom-build-train-step --loom-build-train-step="entry=f" 2>&1 | FileCheck %s --check-prefix=TWICE
 // RUN: not loom-opt %s --loom-build-train-step="entry=g" 2>&1 | FileCheck %s --check-prefix=NOENTRY
+// RUN: not loom-opt %s --loom-build-train-step="loss-scale=static" 2>&1 | FileCheck %s --check-prefix=SCALE
+// RUN: not loom-opt %s --loom-build-train-step="loss-scale=dynamic loss-scale-init=0" 2>&1 | FileCheck %s --check-prefix=SCALEINIT
+// RUN: not loom-opt %s --loom-build-train-step="loss-scale=dynamic loss-scale-growth-interval=0" 2>&1 | FileCheck %s --check-prefix=SCALEINIT
+// SCALE: error: unknown loss scaling 'static' (expected none or dynamic)
+// SCALEINIT: error: loss-scale-init must be positive and loss-scale-growth-interval at least 1
 // SEVERAL: error: the module has several public functions; name the forward one with entry=NAME
 // NOENTRY: error: no function @g to train
 // ACC: error: accumulate must be at least 1, got 0
