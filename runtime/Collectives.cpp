@@ -17,11 +17,14 @@
 
 #include "Collectives.h"
 #include "LowPrecision.h"
+#include "Trace.h"
 
 #include "loom/runtime.h"
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstring>
+#include <memory>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -484,13 +487,169 @@ template <typename T> void wait(Unranked *buffer) {
   auto it = pending.find(view.data);
   if (it == pending.end())
     return;
+  int64_t started = rt::trace::enabled() ? rt::trace::now() : 0;
   std::string error = CollectiveQueue::get().wait(it->second);
   pending.erase(it);
+  if (started)
+    rt::trace::record("collective wait", "wait", started, rt::trace::now());
   if (!error.empty() && rt::collectiveError.empty())
     rt::collectiveError = error;
 }
 
 } // namespace
+
+namespace {
+
+/// A strided memref of `elementBytes`-byte elements as raw bytes.
+struct Bytes {
+  char *data;
+  size_t element;
+  std::vector<int64_t> sizes, strides;
+
+  Bytes(const Unranked &u, int64_t elementBytes) : element(elementBytes) {
+    auto *words = static_cast<int64_t *>(u.descriptor);
+    data = reinterpret_cast<char *>(words[1]) + words[2] * elementBytes;
+    sizes.assign(words + 3, words + 3 + u.rank);
+    strides.assign(words + 3 + u.rank, words + 3 + 2 * u.rank);
+  }
+  size_t count() const {
+    size_t n = 1;
+    for (int64_t s : sizes)
+      n *= (size_t)s;
+    return n;
+  }
+  /// Copies between the view and a dense row-major buffer.
+  void copy(std::vector<char> &dense, bool intoDense) const {
+    size_t n = count(), rank = sizes.size();
+    dense.resize(n * element);
+    std::vector<int64_t> index(rank, 0);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t offset = 0;
+      for (size_t d = 0; d < rank; ++d)
+        offset += index[d] * strides[d];
+      char *at = data + offset * (int64_t)element;
+      if (intoDense)
+        std::memcpy(dense.data() + i * element, at, element);
+      else
+        std::memcpy(at, dense.data() + i * element, element);
+      for (size_t d = rank; d-- > 0;) {
+        if (++index[d] < sizes[d])
+          break;
+        index[d] = 0;
+      }
+    }
+  }
+};
+
+/// Messages sent to and received from each rank so far: both sides of a
+/// pair count the same sequence. Touched only on the collective thread.
+std::map<int, uint64_t> sentTo, receivedFrom;
+/// The queued sends of the running entry point.
+thread_local std::vector<uint64_t> sendTickets;
+
+/// The rank `offset` steps along the mesh axis `group` names (the axis's
+/// index plus 1 in bits 32-35), or -1 with collectiveError set.
+int peerAlong(loom::comm::Communicator *c, int64_t group, int64_t offset,
+              const char *what) {
+  using namespace loom;
+  int64_t axis = ((group >> 32) & 0xf) - 1;
+  if (!c) {
+    rt::collectiveError = std::string("the bundle's ") + what +
+                          " needs a distributed run (start the ranks with "
+                          "loom-run train --nproc or a torchrun-style "
+                          "launcher)";
+    return -1;
+  }
+  if (axis < 0 || axis >= (int64_t)rt::currentMesh.size()) {
+    rt::collectiveError = std::string("the bundle's ") + what +
+                          " names a mesh axis the bundle's mesh has not";
+    return -1;
+  }
+  int64_t stride = 1;
+  for (size_t a = axis + 1; a < rt::currentMesh.size(); ++a)
+    stride *= rt::currentMesh[a];
+  int64_t coord = (c->rank() / stride) % rt::currentMesh[axis];
+  if (coord + offset < 0 || coord + offset >= rt::currentMesh[axis]) {
+    rt::collectiveError = std::string("the bundle's ") + what + " on rank " +
+                          std::to_string(c->rank()) +
+                          " names a peer off the mesh";
+    return -1;
+  }
+  return (int)(c->rank() + offset * stride);
+}
+
+} // namespace
+
+/// Sends `in` to the rank `offset` steps along the mesh axis of `group`
+/// (loom.send): copied and queued on the collective thread; the entry point
+/// returns only once every message has been taken (loom_session_run).
+extern "C" LOOM_API void _mlir_ciface_loom_rt_send(Unranked *in,
+                                                   int64_t elementBytes,
+                                                   int64_t group,
+                                                   int64_t offset) {
+  using namespace loom;
+  if (!rt::collectiveError.empty())
+    return;
+  comm::Communicator *c = rt::currentCommunicator;
+  int peer = peerAlong(c, group, offset, "send");
+  if (peer < 0)
+    return;
+  auto dense = std::make_shared<std::vector<char>>();
+  Bytes(*in, elementBytes).copy(*dense, /*intoDense=*/true);
+  CollectiveQueue &queue = CollectiveQueue::get();
+  sendTickets.push_back(queue.submit([=]() -> std::string {
+    try {
+      c->send(dense->data(), dense->size(), peer, sentTo[peer]++);
+    } catch (const comm::Error &e) {
+      return e.what();
+    }
+    return "";
+  }));
+}
+
+/// out = the next message from the rank `offset` steps along the mesh axis
+/// of `group` (loom.recv), waiting up to the run's timeout.
+extern "C" LOOM_API void _mlir_ciface_loom_rt_recv(Unranked *out,
+                                                   int64_t elementBytes,
+                                                   int64_t group,
+                                                   int64_t offset) {
+  using namespace loom;
+  if (!rt::collectiveError.empty())
+    return;
+  comm::Communicator *c = rt::currentCommunicator;
+  int peer = peerAlong(c, group, offset, "receive");
+  if (peer < 0)
+    return;
+  Bytes view(*out, elementBytes);
+  std::vector<char> dense(view.count() * elementBytes);
+  int64_t started = rt::trace::enabled() ? rt::trace::now() : 0;
+  if (!guarded([&] {
+        c->recv(dense.data(), dense.size(), peer, receivedFrom[peer]++);
+      }))
+    return;
+  if (started)
+    rt::trace::record("receive from rank " + std::to_string(peer), "wait",
+                      started, rt::trace::now());
+  view.copy(dense, /*intoDense=*/false);
+}
+
+namespace loom::rt {
+std::string finishPointToPoint() {
+  comm::Communicator *c = currentCommunicator;
+  std::vector<uint64_t> tickets;
+  tickets.swap(sendTickets);
+  for (uint64_t ticket : tickets) {
+    std::string error = CollectiveQueue::get().wait(ticket);
+    if (!error.empty() && collectiveError.empty())
+      collectiveError = error;
+  }
+  if (!c || tickets.empty() || !collectiveError.empty())
+    return collectiveError;
+  if (!guarded([&] { c->waitSends(); }))
+    return collectiveError;
+  return "";
+}
+} // namespace loom::rt
 
 // The collectives by element type: f32, bf16 and f16.
 #define LOOM_COLLECTIVES(SUFFIX, T)                                            \

@@ -19,6 +19,11 @@ extern thread_local std::string collectiveError;
 /// The sizes of the running bundle's mesh axes (empty without a mesh).
 extern thread_local std::vector<int64_t> currentMesh;
 
+/// Waits until every message the running entry point sent has been taken
+/// by its receiver; returns the failure, if any (called by
+/// loom_session_run before the entry point's outputs are used).
+std::string finishPointToPoint();
+
 } // namespace loom::rt
 
 #endif // LOOM_RUNTIME_COLLECTIVES_H

@@ -28,6 +28,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <deque>
 #include <vector>
 
 namespace loom::comm {
@@ -395,7 +396,48 @@ public:
     });
   }
 
+  void send(const void *data, size_t bytes, int peer,
+            uint64_t sequence) override {
+    run("send", bytes / 4, [&] {
+      Pending p;
+      p.data.assign(static_cast<const char *>(data),
+                    static_cast<const char *>(data) + bytes);
+      p.buffer = context->createUnboundBuffer(p.data.data(), p.data.size());
+      p.buffer->send(peer, pointToPointSlot(sequence));
+      p.peer = peer;
+      pending.push_back(std::move(p));
+    });
+  }
+  void recv(void *data, size_t bytes, int peer, uint64_t sequence) override {
+    run("receive", bytes / 4, [&] {
+      auto buffer = context->createUnboundBuffer(data, bytes);
+      buffer->recv(peer, pointToPointSlot(sequence));
+      buffer->waitRecv(rendezvous.timeout);
+    });
+  }
+  void waitSends() override {
+    run("send", 0, [&] {
+      while (!pending.empty()) {
+        pending.front().buffer->waitSend(rendezvous.timeout);
+        pending.pop_front();
+      }
+    });
+  }
+
 private:
+  /// A message on its way: its copy and Gloo's buffer over it.
+  struct Pending {
+    std::vector<char> data;
+    std::unique_ptr<gloo::transport::UnboundBuffer> buffer;
+    int peer = 0;
+  };
+  std::deque<Pending> pending;
+  /// Messages between two ranks are told apart by their sequence number
+  /// (both sides count them), in a slot space of their own.
+  static uint64_t pointToPointSlot(uint64_t sequence) {
+    return gloo::Slot::build(0x50, (uint32_t)sequence);
+  }
+
   Rendezvous rendezvous;
   std::shared_ptr<gloo::rendezvous::Store> store;
   std::shared_ptr<gloo::transport::Device> device;

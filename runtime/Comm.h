@@ -88,6 +88,16 @@ public:
   /// data = data of `root`.
   virtual void broadcast(float *data, size_t count, int root) = 0;
   virtual void barrier() = 0;
+  /// Point-to-point (pipeline parallelism): sends `bytes` of `data` to rank
+  /// `peer` as the `sequence`-th message from this rank to it. The data is
+  /// copied and the call returns at once; waitSends() waits until every
+  /// message sent so far has been taken by its receiver.
+  virtual void send(const void *data, size_t bytes, int peer,
+                    uint64_t sequence) = 0;
+  /// Receives the `sequence`-th message from rank `peer` into `data`
+  /// (`bytes` long), waiting up to the run's timeout.
+  virtual void recv(void *data, size_t bytes, int peer, uint64_t sequence) = 0;
+  virtual void waitSends() = 0;
   /// A communicator over `ranks` (which include this one; their order gives
   /// the new ranks), for collectives over part of a mesh. Every rank of the
   /// group must call it with the same ranks and `name`, which keeps groups

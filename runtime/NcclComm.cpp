@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 namespace loom::comm {
 namespace {
@@ -126,6 +127,23 @@ public:
     run("barrier", ncclAllReduce(scratch, scratch, 1, ncclFloat, ncclSum,
                                  comm, stream));
   }
+  // Point-to-point: a send copies its data and is issued, with the sends
+  // after it, in one NCCL group with the next receive (or at waitSends), so
+  // that two stages sending to each other before receiving do not block.
+  void send(const void *data, size_t bytes, int peer,
+            uint64_t sequence) override {
+    void *copy = nullptr;
+    check(cudaMalloc(&copy, bytes ? bytes : 1), "allocating a send buffer");
+    check(cudaMemcpyAsync(copy, data, bytes, cudaMemcpyDeviceToDevice, stream),
+          "copying a send buffer");
+    queued.push_back({copy, bytes, peer});
+    (void)sequence; // NCCL matches messages between two ranks in order
+  }
+  void recv(void *data, size_t bytes, int peer, uint64_t sequence) override {
+    (void)sequence;
+    issue("receive", data, bytes, peer);
+  }
+  void waitSends() override { issue("send", nullptr, 0, -1); }
 
 private:
   std::string where(const std::string &what) const {
@@ -175,6 +193,31 @@ private:
       throw Error(where(std::string(what) + ": the communicator was aborted"));
     checkNccl(enqueued, what);
     await(what, /*onStream=*/true);
+  }
+
+  struct Queued {
+    void *data;
+    size_t bytes;
+    int peer;
+  };
+  std::vector<Queued> queued;
+
+  /// Issues the queued sends and (with peer >= 0) a receive in one group
+  /// and waits for them; frees the sends' copies.
+  void issue(const char *what, void *data, size_t bytes, int peer) {
+    if (!comm)
+      throw Error(where(std::string(what) + ": the communicator was aborted"));
+    checkNccl(ncclGroupStart(), what);
+    for (const Queued &q : queued)
+      checkNccl(ncclSend(q.data, q.bytes, ncclChar, q.peer, comm, stream),
+                what);
+    if (peer >= 0)
+      checkNccl(ncclRecv(data, bytes, ncclChar, peer, comm, stream), what);
+    checkNccl(ncclGroupEnd(), what);
+    await(what, /*onStream=*/true);
+    for (const Queued &q : queued)
+      cudaFree(q.data);
+    queued.clear();
   }
 
   Rendezvous rendezvous;

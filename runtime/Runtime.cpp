@@ -9,6 +9,7 @@
 
 #include "Allocator.h"
 #include "Collectives.h"
+#include "Trace.h"
 #include "loom/runtime.h"
 
 #include <nlohmann/json.hpp>
@@ -19,6 +20,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <set>
 #include <memory>
 #include <new>
 #include <string>
@@ -69,6 +72,12 @@ struct Tensor {
   /// The memref descriptor: allocated and aligned pointers, offset, sizes,
   /// strides (all 8-byte words).
   std::vector<int64_t> descriptor;
+  /// With pipeline parallelism: the stage whose ranks hold the tensor, or
+  /// -1 when every stage has its own (the step counter). A remote tensor
+  /// is another stage's parameter or state: known by name and shape so that
+  /// checkpoints and saved parameters stay whole, but not held here.
+  int64_t owner = -1;
+  bool remote = false;
 };
 
 bool parseDtype(const std::string &name, loom_dtype_t &out) {
@@ -169,6 +178,9 @@ struct loom_session_t {
   std::vector<std::pair<std::string, int64_t>> mesh;
   /// The compiler's prediction of the entry point's temporaries (0: none).
   size_t predictedTemporaryPeak = 0;
+  /// Pipeline parallelism: the mesh axis of the stages (an index into
+  /// `mesh`; -1 without).
+  int64_t pipelineAxis = -1;
 
   ~loom_session_t() {
     if (library)
@@ -266,17 +278,6 @@ static loom_status_t createSession(const std::string &dir,
   const auto &entries = manifest["entry_points"];
   if (!entries.is_array() || entries.empty())
     return bad("manifest lists no entry points");
-  const nlohmann::json *entry = &entries[0];
-  if (options.entry_point) {
-    entry = nullptr;
-    for (const auto &e : entries)
-      if (e.value("name", "") == options.entry_point)
-        entry = &e;
-    if (!entry)
-      return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
-                        std::string("bundle has no entry point \"") +
-                            options.entry_point + "\"");
-  }
 
   // Parameters file.
   std::vector<char> params;
@@ -300,6 +301,70 @@ static loom_status_t createSession(const std::string &dir,
         return bad("the mesh has an axis without a name or positive size");
       session->mesh.emplace_back(name, size);
     }
+  }
+
+  // Callers built against a header without `distributed` pass a smaller
+  // struct.
+  bool distributed =
+      options.struct_size >= offsetof(loom_session_options_t, distributed) +
+                                 sizeof(options.distributed) &&
+      options.distributed;
+  if (distributed) {
+    // Every session of this process shares the rank's communicator.
+    static std::weak_ptr<loom::comm::Communicator> processCommunicator;
+    session->communicator = processCommunicator.lock();
+    if (!session->communicator) {
+      try {
+        session->communicator =
+            loom::comm::connectGloo(loom::comm::rendezvousFromEnvironment());
+      } catch (const loom::comm::Error &e) {
+        return makeStatus(LOOM_STATUS_UNAVAILABLE,
+                          std::string("joining the distributed run: ") +
+                              e.what());
+      }
+      processCommunicator = session->communicator;
+    }
+  }
+
+  // With pipeline parallelism the training step is one program per stage:
+  // this rank runs the one of its coordinate on the pipeline axis.
+  std::string wanted = options.entry_point ? options.entry_point : "";
+  int64_t stages = 0, myStage = 0;
+  std::string stagePrefix;
+  if (manifest.contains("training") && manifest["training"].is_object()) {
+    const auto &training = manifest["training"];
+    std::string axis = training.value("pipeline_axis", "");
+    stages = training.value("pipeline_stages", (int64_t)0);
+    std::string trainEntry = training.value("train_entry", "train_step");
+    for (size_t a = 0; a < session->mesh.size(); ++a)
+      if (session->mesh[a].first == axis)
+        session->pipelineAxis = (int64_t)a;
+    if (stages > 0 && session->pipelineAxis < 0)
+      return bad("the pipeline axis \"" + axis + "\" is not in the mesh");
+    if (session->pipelineAxis >= 0 && (wanted.empty() || wanted == trainEntry)) {
+      int64_t rank = session->communicator ? session->communicator->rank() : 0;
+      int64_t stride = 1;
+      for (size_t a = session->pipelineAxis + 1; a < session->mesh.size(); ++a)
+        stride *= session->mesh[a].second;
+      myStage = (rank / stride) % session->mesh[session->pipelineAxis].second;
+      stagePrefix = trainEntry + "_stage";
+      wanted = stagePrefix + std::to_string(myStage);
+    } else if (session->pipelineAxis >= 0) {
+      return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                        "bundle has no entry point \"" + wanted +
+                            "\" (with pipeline parallelism it has only "
+                            "the training step, \"" + trainEntry + "\")");
+    }
+  }
+  const nlohmann::json *entry = &entries[0];
+  if (!wanted.empty()) {
+    entry = nullptr;
+    for (const auto &e : entries)
+      if (e.value("name", "") == wanted)
+        entry = &e;
+    if (!entry)
+      return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                        "bundle has no entry point \"" + wanted + "\"");
   }
 
   for (const auto &arg : (*entry)["arguments"]) {
@@ -439,6 +504,66 @@ static loom_status_t createSession(const std::string &dir,
                  "\", which is not a parameter or state of its type");
   }
 
+  if (!stagePrefix.empty()) {
+    // Which stage holds each parameter and state tensor: names every stage
+    // has (the step counter) are each rank's own; the others belong to one
+    // stage, and those of other stages are known here as remote tensors.
+    std::map<std::string, std::set<int64_t>> holders;
+    std::map<std::string, const nlohmann::json *> remoteArgs;
+    for (int64_t k = 0; k < stages; ++k) {
+      const nlohmann::json *program = nullptr;
+      for (const auto &e : entries)
+        if (e.value("name", "") == stagePrefix + std::to_string(k))
+          program = &e;
+      if (!program)
+        return bad("the manifest has no program for pipeline stage " +
+                   std::to_string(k));
+      for (const auto &arg : (*program)["arguments"]) {
+        std::string kind = arg.value("kind", "");
+        if (kind != "parameter" && kind != "state")
+          continue;
+        std::string name = arg.value("name", "");
+        holders[name].insert(k);
+        if (k != myStage)
+          remoteArgs.emplace(name, &arg);
+      }
+    }
+    // A tensor several (not all) stages hold is gathered from the first.
+    for (Tensor &t : session->tensors)
+      if (holders.count(t.name) && holders[t.name].size() < (size_t)stages)
+        t.owner = *holders[t.name].begin();
+    for (const auto &[name, arg] : remoteArgs) {
+      if (holders[name].count(myStage))
+        continue;
+      Tensor t;
+      t.name = name;
+      t.remote = true;
+      t.owner = *holders[name].begin();
+      t.kind = arg->value("kind", "") == "parameter" ? LOOM_TENSOR_PARAMETER
+                                                     : LOOM_TENSOR_STATE;
+      if (!parseDtype(arg->value("dtype", ""), t.dtype) ||
+          !(*arg)["shape"].is_array())
+        return bad("tensor \"" + name + "\" has no valid dtype or shape");
+      size_t count = 1;
+      for (const auto &d : (*arg)["shape"]) {
+        t.shape.push_back(d.get<int64_t>());
+        count *= (size_t)t.shape.back();
+      }
+      t.bytes = count * loom_dtype_size(t.dtype);
+      if (arg->contains("sharding"))
+        for (const auto &axes : (*arg)["sharding"]) {
+          std::vector<size_t> indices;
+          for (const auto &axis : axes)
+            for (size_t a = 0; a < session->mesh.size(); ++a)
+              if (axis.is_string() && session->mesh[a].first == axis)
+                indices.push_back(a);
+          t.sharding.push_back(std::move(indices));
+        }
+      t.set = true;
+      session->tensors.push_back(std::move(t));
+    }
+  }
+
   std::string library = dir + "/" + manifest.value("library", "model.so");
   session->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!session->library) {
@@ -455,28 +580,6 @@ static loom_status_t createSession(const std::string &dir,
   if (!session->entry)
     return bad("library has no entry point symbol \"" + symbol + "\"");
 
-  // Callers built against a header without `distributed` pass a smaller
-  // struct.
-  bool distributed =
-      options.struct_size >= offsetof(loom_session_options_t, distributed) +
-                                 sizeof(options.distributed) &&
-      options.distributed;
-  if (distributed) {
-    // Every session of this process shares the rank's communicator.
-    static std::weak_ptr<loom::comm::Communicator> processCommunicator;
-    session->communicator = processCommunicator.lock();
-    if (!session->communicator) {
-      try {
-        session->communicator =
-            loom::comm::connectGloo(loom::comm::rendezvousFromEnvironment());
-      } catch (const loom::comm::Error &e) {
-        return makeStatus(LOOM_STATUS_UNAVAILABLE,
-                          std::string("joining the distributed run: ") +
-                              e.what());
-      }
-      processCommunicator = session->communicator;
-    }
-  }
   int64_t devices = 1;
   std::string meshText;
   for (const auto &[name, size] : session->mesh) {
@@ -487,7 +590,7 @@ static loom_status_t createSession(const std::string &dir,
   if (session->mesh.empty() || devices == worldSize) {
     for (size_t i = 0; i < session->tensors.size(); ++i) {
       Tensor &t = session->tensors[i];
-      if (t.kind != LOOM_TENSOR_PARAMETER)
+      if (t.kind != LOOM_TENSOR_PARAMETER || t.remote)
         continue;
       BlockPlace place = blockPlace(*session, t, loom_session_rank(session.get()));
       int64_t count = (int64_t)blockCount(place);
@@ -577,6 +680,37 @@ BlockPlace blockPlace(const loom_session_t &session, const Tensor &t,
 }
 } // namespace
 
+namespace {
+/// The whole value of a tensor one pipeline stage holds: every rank of that
+/// stage broadcasts its block in turn (a collective of the whole run).
+loom_status_t gatherFromStage(loom_session_t &session, const Tensor &t,
+                              void *out) {
+  loom::comm::Communicator &c = *session.communicator;
+  size_t axis = (size_t)session.pipelineAxis;
+  int64_t stride = 1;
+  for (size_t a = axis + 1; a < session.mesh.size(); ++a)
+    stride *= session.mesh[a].second;
+  std::vector<float> words((t.bytes + 3) / 4);
+  BlockPlace mine = blockPlace(session, t, c.rank());
+  std::vector<int64_t> whole = globalShape(t, mine);
+  for (int r = 0; r < c.size(); ++r) {
+    if ((r / stride) % session.mesh[axis].second != t.owner)
+      continue;
+    if (r == c.rank())
+      std::memcpy(words.data(), t.data.get(), t.bytes);
+    try {
+      c.broadcast(words.data(), words.size(), r);
+    } catch (const loom::comm::Error &e) {
+      return makeStatus(LOOM_STATUS_UNAVAILABLE, e.what());
+    }
+    copyBlock(static_cast<char *>(out), reinterpret_cast<char *>(words.data()),
+              whole, t.shape, blockPlace(session, t, r),
+              loom_dtype_size(t.dtype), /*intoWhole=*/true);
+  }
+  return nullptr;
+}
+} // namespace
+
 extern "C" {
 
 loom_status_t loom_session_memory_stats(const loom_session_t *session,
@@ -586,6 +720,8 @@ loom_status_t loom_session_memory_stats(const loom_session_t *session,
                       "session and out_stats must not be NULL");
   *out_stats = loom_memory_stats_t{};
   for (const Tensor &t : session->tensors) {
+    if (t.remote)
+      continue;
     switch (t.kind) {
     case LOOM_TENSOR_PARAMETER: out_stats->parameter_bytes += t.bytes; break;
     case LOOM_TENSOR_STATE: out_stats->state_bytes += t.bytes; break;
@@ -621,6 +757,8 @@ loom_status_t loom_session_tensor_gather(loom_session_t *session,
                       "\"" + t.name + "\" has " +
                           std::to_string(t.bytes * blocks) + " bytes, not " +
                           std::to_string(bytes));
+  if (t.owner >= 0 && session->communicator)
+    return gatherFromStage(*session, t, out);
   if (blocks == 1) {
     std::memcpy(out, t.data.get(), t.bytes);
     return nullptr;
@@ -760,6 +898,9 @@ loom_status_t loom_session_set_tensor(loom_session_t *session, size_t index,
   if (t.kind == LOOM_TENSOR_OUTPUT)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "\"" + t.name + "\" is an output and cannot be set");
+  // Another pipeline stage's tensor: its own ranks set it.
+  if (t.remote && bytes == t.bytes)
+    return nullptr;
   if (bytes != t.bytes)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "\"" + t.name + "\" holds " + std::to_string(t.bytes) +
@@ -807,7 +948,11 @@ loom_status_t loom_session_run(loom_session_t *session) {
   for (const auto &axis : session->mesh)
     loom::rt::currentMesh.push_back(axis.second);
   loom::rt::collectiveError.clear();
+  int64_t started = loom::rt::trace::enabled() ? loom::rt::trace::now() : 0;
   session->entry(session->descriptors.data());
+  loom::rt::finishPointToPoint();
+  if (started)
+    loom::rt::trace::record("step", "step", started, loom::rt::trace::now());
   loom::rt::currentCommunicator = nullptr;
   if (!loom::rt::collectiveError.empty())
     return makeStatus(LOOM_STATUS_UNAVAILABLE, loom::rt::collectiveError);
@@ -822,6 +967,28 @@ loom_status_t loom_session_run(loom_session_t *session) {
   return nullptr;
 }
 
+loom_status_t loom_trace_write(const char *path, int process) {
+  if (!path)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, "path must not be NULL");
+  std::string problem;
+  if (!loom::rt::trace::writeJson(path, process, problem))
+    return makeStatus(LOOM_STATUS_NOT_FOUND, problem);
+  return nullptr;
+}
+
+loom_status_t loom_session_barrier(loom_session_t *session) {
+  if (!session)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, "session is NULL");
+  if (!session->communicator)
+    return nullptr;
+  try {
+    session->communicator->barrier();
+  } catch (const loom::comm::Error &e) {
+    return makeStatus(LOOM_STATUS_UNAVAILABLE, e.what());
+  }
+  return nullptr;
+}
+
 loom_status_t loom_session_tensor_data(const loom_session_t *session,
                                        size_t index, const void **out_data,
                                        size_t *out_bytes) {
@@ -829,6 +996,10 @@ loom_status_t loom_session_tensor_data(const loom_session_t *session,
       index >= session->tensors.size())
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "no tensor #" + std::to_string(index));
+  if (session->tensors[index].remote)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "\"" + session->tensors[index].name +
+                          "\" is held by the ranks of another pipeline stage");
   *out_data = session->tensors[index].data.get();
   *out_bytes = session->tensors[index].bytes;
   return nullptr;

@@ -42,6 +42,11 @@ FailureOr<ShardingRule> shardingRuleOf(Operation *op);
 #include "dialects/Loom/LoomInterfaces.h.inc"
 
 namespace mlir::loom {
+/// The pipeline stage that runs an op (an i64 attribute): set on the forward
+/// ops by loom-pipeline-stages, carried to their gradients by autodiff and
+/// read by loom-pipeline.
+inline constexpr StringLiteral kStageAttr = "loom.stage";
+
 /// The ONNX node an op came from: the importer locates every op at a NameLoc
 /// of its node's name (possibly inside a FusedLoc after rewrites). Empty
 /// when the location names none. The name lives in the context.

@@ -1229,6 +1229,7 @@ LogicalResult RecvOp::verifySymbolUses(SymbolTableCollection &symbols) {
 }
 
 int64_t SendOp::getFlops() { return 0; }
+int64_t PipelineMarkOp::getFlops() { return 0; }
 int64_t RecvOp::getFlops() { return 0; }
 
 #define GET_OP_CLASSES

@@ -877,6 +877,23 @@ def Loom_AllToAllOp : Loom_CollectiveOp<"all_to_all"> {
   let assemblyFormat = "$input `on` $mesh $mesh_axes attr-dict `:` type($input) `->` type($result)";
 }
 
+def Loom_PipelineMarkOp : Loom_Op<"pipeline_mark", [], ["getFlops"]> {
+  let summary = "marks where a pipeline schedule's action begins or ends";
+  let description = [{
+    `loom-pipeline` brackets each action of a stage's schedule (the forward,
+    backward or weight-gradient pass of a microbatch, and the optimizer
+    step) with a begin and an end mark. They lower to a call of libloomrt's
+    `loom_rt_mark`, which records a timestamp when tracing is on (`loom-run
+    train --trace`) and does nothing otherwise. `kind`: 0 forward, 1
+    backward, 2 weight gradients, 3 optimizer.
+    ```mlir
+    loom.pipeline_mark begin forward 3
+    ```
+  }];
+  let arguments = (ins I64Attr:$kind, I64Attr:$microbatch, UnitAttr:$end);
+  let assemblyFormat = "attr-dict";
+}
+
 def Loom_SendOp : Loom_CollectiveOp<"send", [], ["getFlops"]> {
   let summary = "sends a value to the device `offset` steps along a mesh axis";
   let description = [{

@@ -227,6 +227,23 @@ LOOM_API loom_status_t loom_session_tensor_data(const loom_session_t *session,
                                                 const void **out_data,
                                                 size_t *out_bytes);
 
+/*===--------------------------------------------------------------------===*
+ * Tracing
+ *===--------------------------------------------------------------------===*/
+
+/** Nonzero: from now on, record this process's timeline: each run of an
+ *  entry point ("step"), each action of a pipeline schedule (the forward or
+ *  backward pass of a microbatch, the optimizer), and the time spent
+ *  waiting for point-to-point messages and collectives. Off by default. */
+LOOM_API void loom_trace_enable(int on);
+/** Writes the timeline recorded so far as Chrome trace events (the JSON
+ *  object format Perfetto and chrome://tracing open), with `process` (the
+ *  rank) as their pid, to `path`. */
+LOOM_API loom_status_t loom_trace_write(const char *path, int process);
+/** Waits until every rank of the session's distributed run has called it
+ *  (returns at once without one). */
+LOOM_API loom_status_t loom_session_barrier(loom_session_t *session);
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/SourceMgr.h"
@@ -104,6 +105,19 @@ OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
   return importOnnxFile(&context, path, options.import);
 }
 
+/// The number of pipeline stages: the size of the pipeline axis in the mesh,
+/// if it has one.
+static std::optional<int64_t> pipelineStages(const CompilerOptions &options) {
+  for (StringRef part : llvm::split(StringRef(options.mesh), ',')) {
+    auto [name, size] = part.split('=');
+    int64_t value;
+    if (name.trim() == options.pipelineAxis &&
+        !size.trim().getAsInteger(10, value))
+      return value;
+  }
+  return std::nullopt;
+}
+
 /// The memory one rank's process holds for the training step (or the first
 /// entry point) once compiled: the tensors the runtime allocates for its
 /// arguments and the most its temporaries take at once (loom-buffer-peak).
@@ -123,13 +137,14 @@ struct CompiledMemory {
 };
 
 static CompiledMemory compiledMemoryOf(ModuleOp llvmModule,
-                                       ArrayRef<EntrySignature> entries) {
+                                       ArrayRef<EntrySignature> entries,
+                                       StringRef name = "train_step") {
   CompiledMemory memory;
   if (entries.empty())
     return memory;
   const EntrySignature *entry = &entries.front();
   for (const EntrySignature &e : entries)
-    if (e.name == "train_step")
+    if (e.name == name)
       entry = &e;
   memory.entry = entry->name;
   for (const EntryArgument &arg : entry->arguments)
@@ -239,11 +254,20 @@ static LogicalResult partitionAndLower(ModuleOp module,
       narrow.dtype = options.gradReduceDtype;
       pm.addPass(createLoomNarrowReductionsPass(narrow));
     }
-    if (report) {
+    std::optional<int64_t> stages = pipelineStages(options);
+    if (report && !stages) {
       LoomMemoryReportPassOptions report;
       report.parameters = true;
       report.collectives = true;
       pm.addPass(createLoomMemoryReportPass(report));
+    }
+    if (stages && module.lookupSymbol("train_step")) {
+      LoomPipelinePassOptions pipeline;
+      pipeline.axis = options.pipelineAxis;
+      pipeline.microbatches = options.microbatches;
+      pipeline.schedule = options.pipelineSchedule;
+      pipeline.report = report;
+      pm.addPass(createLoomPipelinePass(pipeline));
     }
     LoomBucketAllReducesPassOptions buckets;
     buckets.bucketBytes = options.bucketBytes;
@@ -448,6 +472,32 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
   }
 
+  // Pipeline parallelism: the forward ops are given their stages before
+  // the training step is built, so that every gradient op inherits one.
+  if (std::optional<int64_t> stages = pipelineStages(options)) {
+    if (!options.train)
+      return emitError(cmdLoc) << "pipeline parallelism needs --train";
+    if (options.memoryBudget > 0)
+      return emitError(cmdLoc)
+             << "--memory-budget is not supported with pipeline parallelism "
+                "yet; choose --remat yourself";
+    PassManager pm(module.get()->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    if (!options.schedulePng.empty() &&
+        failed(writeSchedulePng(options.schedulePng, options.pipelineSchedule,
+                                *stages, options.microbatches, cmdLoc)))
+      return failure();
+    LoomPipelineStagesPassOptions cut;
+    cut.entry = options.train->entry;
+    cut.stages = *stages;
+    cut.cuts.assign(options.pipelineCuts.begin(), options.pipelineCuts.end());
+    cut.report = options.report;
+    pm.addPass(createLoomPipelineStagesPass(cut));
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+
   if (options.train) {
     const TrainOptions &t = *options.train;
     LoomBuildTrainStepPassOptions pass;
@@ -505,8 +555,17 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
                                entries, training)))
     return failure();
 
-  if (options.report && phase >= EmitPhase::Obj)
-    printCompiledMemory(compiledMemoryOf(*module, entries));
+  if (options.report && phase >= EmitPhase::Obj) {
+    // With pipeline parallelism, each stage's program.
+    bool staged = false;
+    for (const EntrySignature &entry : entries)
+      if (StringRef(entry.name).starts_with("train_step_stage")) {
+        printCompiledMemory(compiledMemoryOf(*module, entries, entry.name));
+        staged = true;
+      }
+    if (!staged)
+      printCompiledMemory(compiledMemoryOf(*module, entries));
+  }
 
   if (phase == EmitPhase::Bundle)
     return writeBundle(*module, entries, options.optLevel, options.outputPath,

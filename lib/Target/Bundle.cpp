@@ -198,6 +198,13 @@ mlir::loom::collectEntrySignatures(ModuleOp module) {
           for (auto [name, size] : llvm::zip(mesh.getMesh().getAxisNames(),
                                              mesh.getMesh().getAxisSizes()))
             entry.mesh.emplace_back(name.str(), size);
+    // A pipeline stage's program runs on the mesh even when none of its
+    // tensors is split.
+    if (entry.mesh.empty() && func->hasAttr("loom.pipeline_stage"))
+      if (auto mesh = module.lookupSymbol<MeshOp>("mesh"))
+        for (auto [name, size] : llvm::zip(mesh.getMesh().getAxisNames(),
+                                           mesh.getMesh().getAxisSizes()))
+          entry.mesh.emplace_back(name.str(), size);
     for (auto [i, type] : llvm::enumerate(func.getArgumentTypes())) {
       DictionaryAttr attrs = func.getArgAttrDict(i);
       bool isParam = attrs && attrs.get("loom.param") && attrs.get("loom.init");

@@ -222,6 +222,89 @@ struct BlockIndexBufferization
   }
 };
 
+/// The byte width of a tensor's elements, as the runtime's point-to-point
+/// calls take it.
+int64_t elementBytes(Type element) {
+  return std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8);
+}
+
+/// Bufferizes loom.send into `loom_rt_send(in, element bytes, group,
+/// offset)`, which copies the buffer and queues it for the peer.
+struct SendBufferization
+    : BufferizableOpInterface::ExternalModel<SendBufferization, SendOp> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto send = cast<SendOp>(op);
+    FailureOr<int64_t> group =
+        groupSize(op, send.getMesh(), send.getMeshAxes());
+    if (failed(group))
+      return failure();
+    FailureOr<Value> input =
+        getBuffer(rewriter, send.getInput(), options, state);
+    if (failed(input))
+      return failure();
+    Location loc = op->getLoc();
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getI64IntegerAttr(v));
+    };
+    Type element = send.getInput().getType().getElementType();
+    callRuntime(rewriter, op, "loom_rt_send",
+                {toUnranked(rewriter, loc, *input), i64(elementBytes(element)),
+                 i64(*group), i64(send.getOffset())});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// Bufferizes loom.recv into a fresh buffer that `loom_rt_recv(out, element
+/// bytes, group, offset)` fills with the peer's next message.
+struct RecvBufferization
+    : BufferizableOpInterface::ExternalModel<RecvBufferization, RecvOp> {
+  bool bufferizesToAllocation(Operation *, Value) const { return true; }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto recv = cast<RecvOp>(op);
+    FailureOr<int64_t> group =
+        groupSize(op, recv.getMesh(), recv.getMeshAxes());
+    if (failed(group))
+      return failure();
+    Location loc = op->getLoc();
+    auto type = cast<RankedTensorType>(recv.getType());
+    FailureOr<Value> output = options.createAlloc(
+        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        ValueRange{});
+    if (failed(output))
+      return failure();
+    auto i64 = [&](int64_t v) -> Value {
+      return arith::ConstantOp::create(rewriter, loc,
+                                       rewriter.getI64IntegerAttr(v));
+    };
+    callRuntime(rewriter, op, "loom_rt_recv",
+                {toUnranked(rewriter, loc, *output),
+                 i64(elementBytes(type.getElementType())), i64(*group),
+                 i64(recv.getOffset())});
+    replaceOpWithBufferizedValues(rewriter, op, *output);
+    return success();
+  }
+};
+
 /// Bufferizes loom.wait in place: its buffer is the started collective's
 /// output, which `loom_rt_wait_<type>` blocks on until it is written.
 struct WaitBufferization
@@ -317,5 +400,7 @@ void mlir::loom::registerCollectiveBufferizationModels(
         CollectiveBufferization<AllReduceStartOp>>(*context);
     WaitOp::attachInterface<WaitBufferization>(*context);
     BlockIndexOp::attachInterface<BlockIndexBufferization>(*context);
+    SendOp::attachInterface<SendBufferization>(*context);
+    RecvOp::attachInterface<RecvBufferization>(*context);
   });
 }

@@ -1059,6 +1059,30 @@ struct LocalBlockLowering : OpRewritePattern<LocalBlockOp> {
   }
 };
 
+/// pipeline_mark: `loom_rt_mark(kind << 40 | microbatch << 1 | end)`.
+struct PipelineMarkLowering : OpRewritePattern<PipelineMarkOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(PipelineMarkOp op,
+                                PatternRewriter &rewriter) const override {
+    auto module = op->getParentOfType<ModuleOp>();
+    Type i64 = rewriter.getI64Type();
+    auto callee = module.lookupSymbol<func::FuncOp>("loom_rt_mark");
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(module.getBody());
+      callee = func::FuncOp::create(rewriter, op.getLoc(), "loom_rt_mark",
+                                    rewriter.getFunctionType({i64}, {}));
+      callee.setPrivate();
+    }
+    int64_t code = (op.getKind() << 40) | (op.getMicrobatch() << 1) |
+                   (op.getEnd() ? 1 : 0);
+    Value arg = arith::ConstantOp::create(rewriter, op.getLoc(),
+                                          rewriter.getI64IntegerAttr(code));
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, callee, ValueRange{arg});
+    return success();
+  }
+};
+
 /// Dropout's counter-based mask (the formula is in the op's description):
 /// one 64-bit key per call from `seed` and `offset`, then a SplitMix64 draw
 /// per entry from its row-major index, compared with a 24-bit threshold.
@@ -1987,7 +2011,7 @@ struct ConvertLoomToLinalgPass
     getOperation().walk([&](Operation *op) {
       if (isa<LoomDialect>(op->getDialect()) &&
           !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
-               AllReduceStartOp, WaitOp, BlockIndexOp,
+               AllReduceStartOp, WaitOp, BlockIndexOp, SendOp, RecvOp,
                OptimizationBarrierOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";
         failedAny = true;
@@ -2435,6 +2459,7 @@ void lowering::populateStructuredPatterns(RewritePatternSet &patterns) {
       ExpandLowering, ConstantLowering, ConcatLowering, SplitLowering,
       SliceLowering, GatherLowering, GatherElementsLowering, OneHotLowering,
       TriluLowering, TileLowering, CumSumLowering, LocalBlockLowering,
+      PipelineMarkLowering,
       DropoutLowering,
       PadLowering, ConvLowering,
       MaxPoolLowering, AvgPoolLowering, NllLossLowering,

@@ -2,6 +2,7 @@
 
 #include "passes/Transforms/Autodiff.h"
 
+#include "dialects/Loom/LoomDialect.h"
 #include "dialects/Loom/LoomOps.h"
 
 #include "mlir/IR/BuiltinTypes.h"
@@ -48,6 +49,40 @@ mlir::loom::buildGradients(OpBuilder &builder, Value loss,
       for (Value v : op.getOperands())
         useful.insert(v);
 
+  // Pipelined training: the forward ops carry `loom.stage`; ops without one
+  // (the loss) take the latest stage of their operands, every op of the
+  // gradient takes the stage of the op it differentiates, and the sum of a
+  // value's gradients the stage of the value's op.
+  bool staged = llvm::any_of(
+      *block, [](Operation &op) { return op.hasAttr(kStageAttr); });
+  auto stageOf = [](Operation *op) -> IntegerAttr {
+    return op ? op->getAttrOfType<IntegerAttr>(kStageAttr) : IntegerAttr();
+  };
+  if (staged)
+    for (Operation &op : *block) {
+      if (op.hasAttr(kStageAttr) || op.hasTrait<OpTrait::IsTerminator>())
+        continue;
+      int64_t stage = 0;
+      for (Value v : op.getOperands())
+        if (IntegerAttr s = stageOf(v.getDefiningOp()))
+          stage = std::max(stage, s.getInt());
+      op.setAttr(kStageAttr, builder.getI64IntegerAttr(stage));
+    }
+  auto tagSince = [&](Operation *before, IntegerAttr stage) {
+    if (!staged || !stage)
+      return;
+    Block *at = builder.getInsertionBlock();
+    auto it = before ? std::next(before->getIterator()) : at->begin();
+    for (; it != builder.getInsertionPoint(); ++it)
+      if (!it->hasAttr(kStageAttr))
+        it->setAttr(kStageAttr, stage);
+  };
+  auto lastInserted = [&]() -> Operation * {
+    Block *at = builder.getInsertionBlock();
+    auto ip = builder.getInsertionPoint();
+    return ip == at->begin() ? nullptr : &*std::prev(ip);
+  };
+
   llvm::DenseMap<Value, Value> grads;
   Location loc = loss.getLoc();
   grads[loss] = ConstantOp::create(builder, loc, lossType, 1.0);
@@ -77,9 +112,11 @@ mlir::loom::buildGradients(OpBuilder &builder, Value loss,
              << "': it has no gradient (the loss depends on a parameter "
                 "through it)";
     SmallVector<Value> operandGrads;
+    Operation *before = lastInserted();
     if (failed(differentiable.buildGradient(builder, resultGrads,
                                             operandGrads)))
       return failure();
+    tagSince(before, stageOf(op));
     for (auto [operand, g] : llvm::zip(op->getOperands(), operandGrads)) {
       if (!g || !varied.contains(operand))
         continue;
@@ -87,7 +124,14 @@ mlir::loom::buildGradients(OpBuilder &builder, Value loss,
         return op->emitError("internal error: the gradient of operand of type ")
                << operand.getType() << " has type " << g.getType();
       Value &sum = grads[operand];
-      sum = sum ? AddOp::create(builder, op->getLoc(), sum, g).getResult() : g;
+      if (sum) {
+        Operation *producer = operand.getDefiningOp();
+        Operation *before = lastInserted();
+        sum = AddOp::create(builder, op->getLoc(), sum, g).getResult();
+        tagSince(before, stageOf(producer ? producer : op));
+      } else {
+        sum = g;
+      }
     }
   }
 

@@ -403,6 +403,11 @@ private:
           held.partial.append(factorAxes[f].begin(), factorAxes[f].end());
       }
       have[result] = held;
+      // What names a gradient or a pipeline stage names its local form.
+      if (Operation *def = result.getDefiningOp())
+        for (StringRef name : {"loom.gradient", "loom.stage"})
+          if (Attribute attr = op->getAttr(name); attr && !def->hasAttr(name))
+            def->setAttr(name, attr);
       op->getResult(r).replaceAllUsesWith(result);
     }
     op->erase();

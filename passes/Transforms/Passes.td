@@ -541,4 +541,89 @@ def LoomMemoryReportPass : Pass<"loom-memory-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def LoomPipelineStagesPass : Pass<"loom-pipeline-stages", "::mlir::ModuleOp"> {
+  let summary = "cuts the forward function into pipeline stages";
+  let description = [{
+    Gives every op of the forward function (its single public function, or
+    `entry`) a `loom.stage` attribute: the pipeline stage that runs it.
+    With `cuts` (ONNX node names, `stages - 1` of them in graph order), a
+    stage ends after the last op of each named node. Without, the pass cuts
+    where the least activation memory crosses (between layers: only a
+    layer's output flows on), each cut at the candidate nearest its share of
+    the forward FLOPs (cost interface). Errors: a cut naming no node or not
+    separating the graph, fewer places between layers than cuts needed, a
+    stage without parameters, a parameter read by two stages (tied weights).
+    Autodiff gives each gradient op the stage of the op it differentiates;
+    `loom-pipeline` reads the attributes after partitioning. With `report`,
+    prints each stage's parameters, share of the FLOPs and first and last
+    node.
+    ```mlir
+    %0 = loom.matmul %x, %w1 {loom.stage = 0 : i64} : ...
+    %1 = loom.matmul %0, %w2 {loom.stage = 1 : i64} : ...
+    ```
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"\"",
+           "the forward function (default: the module's public function)">,
+    Option<"stages", "stages", "int64_t", "2", "how many stages">,
+    ListOption<"cuts", "cuts", "std::string",
+               "ONNX node names after which a stage ends">,
+    Option<"report", "report", "bool", "false",
+           "print the stages on stdout">,
+  ];
+}
+
+def LoomPipelinePass : Pass<"loom-pipeline", "::mlir::ModuleOp"> {
+  let summary = "one program per pipeline stage with a microbatch schedule";
+  let description = [{
+    Replaces the partitioned training step `entry` (one microbatch, its ops
+    tagged with `loom.stage`) by `<entry>_stage<s>`, one program per stage of
+    the mesh axis `axis`. Each takes its stage's parameters and optimizer
+    state and `microbatches` microbatches of every input (stacked along
+    dimension 0) and runs, in the order of `schedule` (`gpipe`: all
+    forwards, then all backwards; `1f1b`: PipeDream-flush, which keeps at
+    most `stages - stage` microbatches in flight; `zero-bubble`: ZB-H1, each
+    backward split into the ops the gradient sent back needs (B) and the
+    weight gradients (W), up to `stages - stage - 1` W passes held back to
+    fill the cool-down's waits), the forward and backward
+    ops of its stage for each microbatch. Values that other stages read move
+    with `loom.send` / `loom.recv` along `axis`; batch-independent values are
+    computed once per step on each stage that needs them. The gradients and
+    the loss are summed over the microbatches in their order and divided by
+    their number (as `--grad-accumulation` does), the optimizer runs once,
+    and the last stage sends the mean loss to the others, so every stage
+    returns it. The point-to-point order of every stage is checked by
+    simulation (`loom-check-p2p`). `eval_step` is removed (evaluation is not
+    pipelined yet); `loom.training` gains `pipeline_axis`,
+    `pipeline_stages`, `microbatches` and `pipeline_schedule` for the
+    runtime, which runs program `s` on the ranks whose `axis` coordinate is
+    `s`.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", "\"train_step\"",
+           "the training step to pipeline">,
+    Option<"axis", "axis", "std::string", "\"pp\"",
+           "the mesh axis of the stages">,
+    Option<"microbatches", "microbatches", "int64_t", "1",
+           "microbatches per step">,
+    Option<"schedule", "schedule", "std::string", "\"1f1b\"",
+           "gpipe, 1f1b or zero-bubble">,
+    Option<"report", "report", "bool", "false",
+           "print the bubble fraction and each stage's parameters, bytes "
+           "sent and microbatches in flight">,
+  ];
+}
+
+def LoomCheckP2PPass : Pass<"loom-check-p2p", "::mlir::ModuleOp"> {
+  let summary = "checks that stage programs' sends and receives cannot deadlock";
+  let description = [{
+    Simulates the functions carrying `loom.pipeline_stage = s` (one per
+    stage, numbered from 0) as `loom-pipeline` checks its own output: a
+    `loom.send` never blocks, a `loom.recv` waits for the next message from
+    the stage its offset names, which must be of its type. Reports the first
+    stage that would wait forever and the stage it waits for, a receive that
+    would get a message of another type, and messages never received.
+  }];
+}
+
 #endif // LOOM_TRANSFORMS_PASSES

@@ -14,6 +14,8 @@
 #include "loom/runtime.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -145,6 +147,16 @@ static cl::opt<std::string>
                cl::value_desc("DIR"), cl::sub(trainCommand),
                cl::cat(trainCategory));
 
+static cl::opt<std::string> tracePath(
+    "trace",
+    cl::desc("Write every rank's timeline (each step, each pipeline action: "
+             "a microbatch's forward or backward pass, the optimizer; the "
+             "waits for messages and collectives) as one Chrome trace JSON "
+             "file that Perfetto and chrome://tracing open, and print each "
+             "rank's measured pipeline bubble: the share of its steps (the "
+             "first left out) spent outside its actions"),
+    cl::value_desc("FILE"), cl::sub(trainCommand), cl::cat(trainCategory));
+
 static cl::opt<bool> memoryStats(
     "memory-stats",
     cl::desc("After training, print what rank 0 held: its parameters, "
@@ -201,6 +213,84 @@ struct TensorInfo {
   size_t index;
   loom_tensor_info_t info;
 };
+
+/// Writes --trace: every rank its part, then rank 0 joins them into one
+/// file and prints each rank's bubble: the share of its steps (after the
+/// first) not spent in the actions the compiled program marks.
+std::string writeTrace(loom_session_t *session, int rank, int world,
+                       raw_ostream &log) {
+  std::string part = world > 1 ? tracePath + ".rank" + std::to_string(rank)
+                               : tracePath.getValue();
+  if (std::string e = take(loom_trace_write(part.c_str(), rank)); !e.empty())
+    return e;
+  if (std::string e = take(loom_session_barrier(session)); !e.empty())
+    return e;
+  if (rank != 0)
+    return "";
+  json::Array events;
+  for (int r = 0; r < world; ++r) {
+    std::string path =
+        world > 1 ? tracePath + ".rank" + std::to_string(r) : tracePath.getValue();
+    auto buffer = MemoryBuffer::getFile(path);
+    if (!buffer)
+      return "cannot read " + path;
+    Expected<json::Value> parsed = json::parse((*buffer)->getBuffer());
+    if (!parsed)
+      return path + ": " + toString(parsed.takeError());
+    if (auto *object = parsed->getAsObject())
+      if (auto *list = object->getArray("traceEvents"))
+        for (json::Value &e : *list)
+          events.push_back(std::move(e));
+    if (world > 1)
+      sys::fs::remove(path);
+  }
+  // Per rank: its steps and the time its actions took within them.
+  std::map<int64_t, std::vector<std::pair<double, double>>> steps;
+  std::map<int64_t, std::vector<std::pair<double, double>>> busy;
+  for (const json::Value &v : events) {
+    const json::Object *e = v.getAsObject();
+    if (!e)
+      continue;
+    std::optional<int64_t> pid = e->getInteger("pid");
+    std::optional<double> ts = e->getNumber("ts"), dur = e->getNumber("dur");
+    std::optional<StringRef> cat = e->getString("cat");
+    if (!pid || !ts || !dur || !cat)
+      continue;
+    if (*cat == "step")
+      steps[*pid].push_back({*ts, *ts + *dur});
+    else if (*cat == "compute")
+      busy[*pid].push_back({*ts, *ts + *dur});
+  }
+  {
+    std::error_code ec;
+    raw_fd_ostream out(tracePath, ec);
+    if (ec)
+      return "cannot write " + tracePath + ": " + ec.message();
+    out << formatv("{0:2}", json::Value(json::Object{
+                                {"displayTimeUnit", "ms"},
+                                {"traceEvents", std::move(events)}}))
+        << "\n";
+  }
+  log << "wrote " << tracePath << " (Chrome trace: open it in Perfetto)\n";
+  for (auto &[pid, spans] : steps) {
+    if (busy[pid].empty() || spans.size() < 2)
+      continue;
+    double total = 0, inside = 0;
+    for (size_t i = 1; i < spans.size(); ++i) {
+      auto [begin, end] = spans[i];
+      total += end - begin;
+      for (auto [b, e] : busy[pid])
+        if (b >= begin && e <= end)
+          inside += e - b;
+    }
+    log << format("rank %lld: measured pipeline bubble %.3f (%.3f ms of "
+                  "%.3f ms per step outside its actions, steps 2..%zu)\n",
+                  (long long)pid, total > 0 ? 1.0 - inside / total : 0.0,
+                  (total - inside) / 1e3 / (spans.size() - 1),
+                  total / 1e3 / (spans.size() - 1), spans.size());
+  }
+  return "";
+}
 
 std::map<std::string, TensorInfo> tensorsOf(loom_session_t *session) {
   std::map<std::string, TensorInfo> result;
@@ -615,8 +705,14 @@ int runTrain(int argc, char **argv) {
   std::map<std::string, TensorInfo> evalTensors;
   auto evaluate = [&](double &out) -> bool {
     if (!eval) {
-      if (std::string e = open("eval_step", eval); !e.empty())
+      if (std::string e = open("eval_step", eval); !e.empty()) {
+        if (e.find("pipeline parallelism") != std::string::npos)
+          return fail(bundle + " is pipelined (loomc --mesh with a pp axis), "
+                      "and evaluation is not pipelined yet: train it "
+                      "without --val-split"),
+                 false;
         return fail(e), false;
+      }
       evalTensors = tensorsOf(eval.get());
     }
     for (auto &[name, t] : evalTensors) {
@@ -725,6 +821,8 @@ int runTrain(int argc, char **argv) {
   // The temporaries' high-water mark counts from here: the training steps
   // (and evaluations between them).
   loom_memory_reset_peak();
+  if (!tracePath.empty())
+    loom_trace_enable(1);
   while (step < totalSteps && !stopped) {
     int64_t epoch = loader.position().epoch;
     if (std::string e = bind(train.get(), tensors, loader.next()); !e.empty())
@@ -798,6 +896,12 @@ int runTrain(int argc, char **argv) {
          step == totalSteps || stopped))
       if (!saveCheckpoint("last.ckpt"))
         return 1;
+  }
+
+  if (!tracePath.empty()) {
+    loom_trace_enable(0);
+    if (std::string e = writeTrace(train.get(), rank, world, log); !e.empty())
+      return fail(e);
   }
 
   if (memoryStats) {

@@ -258,6 +258,44 @@ static cl::opt<std::string> gradReduceDtype(
              "(default), or bf16/fp16 (half the bytes on the wire, each "
              "partial sum rounded; the loss stays fp32)"),
     cl::init("fp32"), cl::cat(parallelCategory));
+static cl::OptionCategory pipelineCategory("Pipeline parallelism");
+static cl::opt<int64_t> microbatches(
+    "microbatches",
+    cl::desc("With a pp axis in --mesh: microbatches per step, each of the "
+             "model's batch size (the step trains on that many times the "
+             "batch, as --grad-accumulation does on one process); default "
+             "the number of stages"),
+    cl::init(0), cl::cat(pipelineCategory));
+static cl::opt<std::string> pipelineSchedule(
+    "pipeline-schedule",
+    cl::desc("The order of each stage's forward and backward passes: 1f1b "
+             "(default; PipeDream-flush, at most pp - stage microbatches in "
+             "flight), gpipe (all forwards, then all backwards) or "
+             "zero-bubble (ZB-H1: 1F1B with each backward split into its "
+             "input-gradient and weight-gradient parts, the latter filling "
+             "the cool-down's waits)"),
+    cl::init("1f1b"), cl::cat(pipelineCategory));
+static cl::opt<std::string> stagesOption(
+    "stages",
+    cl::desc("auto (default): cut the forward graph between layers, "
+             "balancing the cost interface's FLOPs over the pp stages"),
+    cl::init("auto"), cl::cat(pipelineCategory));
+static cl::list<std::string> pipelineCuts(
+    "pipeline-cuts",
+    cl::desc("Cut the forward graph after these ONNX nodes (pp - 1 of them, "
+             "comma-separated, in graph order) instead of --stages=auto"),
+    cl::CommaSeparated, cl::value_desc("NODE,..."), cl::cat(pipelineCategory));
+static cl::opt<std::string> schedulePng(
+    "schedule-png",
+    cl::desc("Draw the pipeline schedule as a Gantt chart: one row per rank, "
+             "each microbatch's forward, backward (and zero-bubble's weight-"
+             "gradient) passes in time, idle time grey"),
+    cl::value_desc("FILE.png"), cl::cat(pipelineCategory));
+static cl::opt<std::string>
+    pipelineAxis("pipeline-axis",
+                 cl::desc("Mesh axis of the pipeline stages (default pp)"),
+                 cl::init("pp"), cl::cat(pipelineCategory));
+
 static cl::opt<bool>
     memoryReport("report",
                  cl::desc("Print the bytes one rank holds for train_step "
@@ -451,6 +489,64 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.gradReduceDtype = gradReduceDtype;
+  {
+    // Pipeline parallelism when the mesh has the pipeline axis.
+    std::optional<int64_t> stages;
+    for (llvm::StringRef part : llvm::split(llvm::StringRef(mesh), ',')) {
+      auto [name, size] = part.split('=');
+      int64_t value;
+      if (name.trim() == pipelineAxis && !size.trim().getAsInteger(10, value))
+        stages = value;
+    }
+    bool pipelineFlags = microbatches != 0 || !pipelineCuts.empty() ||
+                         !schedulePng.empty() ||
+                         pipelineSchedule.getNumOccurrences() ||
+                         stagesOption.getNumOccurrences();
+    if (pipelineFlags && !stages) {
+      WithColor::error(errs(), "loomc")
+          << "--microbatches, --pipeline-schedule, --stages, "
+             "--pipeline-cuts and --schedule-png need a pipeline axis in --mesh (e.g. --mesh "
+          << pipelineAxis.getValue() << "=2)\n";
+      return 1;
+    }
+    if (stages && !train) {
+      WithColor::error(errs(), "loomc")
+          << "pipeline parallelism (--mesh " << pipelineAxis.getValue()
+          << "=N) pipelines the training step; add --train\n";
+      return 1;
+    }
+    if (stages && gradAccumulation > 1) {
+      WithColor::error(errs(), "loomc")
+          << "with pipeline parallelism, the step accumulates the gradients "
+             "of its microbatches: use --microbatches instead of "
+             "--grad-accumulation\n";
+      return 1;
+    }
+    if (stagesOption != "auto") {
+      WithColor::error(errs(), "loomc")
+          << "--stages must be auto (or name the cuts with --pipeline-cuts), "
+             "got \"" << stagesOption.getValue() << "\"\n";
+      return 1;
+    }
+    if (pipelineSchedule != "1f1b" && pipelineSchedule != "gpipe" &&
+        pipelineSchedule != "zero-bubble") {
+      WithColor::error(errs(), "loomc")
+          << "--pipeline-schedule must be 1f1b, gpipe or zero-bubble, got \""
+          << pipelineSchedule.getValue() << "\"\n";
+      return 1;
+    }
+    if (microbatches < 0) {
+      WithColor::error(errs(), "loomc")
+          << "--microbatches must be positive, got " << microbatches << "\n";
+      return 1;
+    }
+    options.pipelineAxis = pipelineAxis;
+    options.pipelineSchedule = pipelineSchedule;
+    options.pipelineCuts.assign(pipelineCuts.begin(), pipelineCuts.end());
+    options.schedulePng = schedulePng;
+    options.microbatches =
+        microbatches > 0 ? (int64_t)microbatches : stages.value_or(1);
+  }
 
   mlir::DialectRegistry registry;
   mlir::loom::registerAllDialects(registry);

@@ -118,6 +118,16 @@ struct CompilerOptions {
   /// Draw every parameter's blocks and the ranks holding them to this SVG
   /// file (empty: none).
   std::string reportSvg;
+  /// Pipeline parallelism over the mesh axis `pipelineAxis` (when the mesh
+  /// has it): `microbatches` per step in the order of `pipelineSchedule`
+  /// (gpipe, 1f1b), the forward graph cut after the ONNX nodes
+  /// `pipelineCuts` or, without them, balanced by the cost interface.
+  std::string pipelineAxis = "pp";
+  int64_t microbatches = 1;
+  std::string pipelineSchedule = "1f1b";
+  std::vector<std::string> pipelineCuts;
+  /// Draw the schedule as a Gantt chart to this PNG file (empty: none).
+  std::string schedulePng;
 };
 
 /// Writes an SVG picture of how `entry`'s parameters are split over the
@@ -130,6 +140,13 @@ LogicalResult writeShardingSvg(ModuleOp module, llvm::StringRef entry,
 /// where SPEC is "[{tp}, {}]" or [["tp"], []], appending `GLOB=SPEC` to
 /// `specs` in order. Returns an error message naming the file and entry, or
 /// "" on success.
+/// Draws `kind`'s schedule of `microbatches` on `stages` stages as a Gantt
+/// chart (one row per rank, forward, backward and weight-gradient passes
+/// by microbatch, idle time grey) to the PNG file `path`.
+LogicalResult writeSchedulePng(llvm::StringRef path, llvm::StringRef kind,
+                               int64_t stages, int64_t microbatches,
+                               Location loc);
+
 std::string readShardFile(llvm::StringRef path, std::vector<std::string> &specs);
 
 /// Loads `options.inputPath`: `.mlir` files are parsed, anything else is

@@ -284,9 +284,9 @@ class UnfusedGPT(nn.Module):
 class GPTWithLoss(nn.Module):
     """The decoder with its next-token loss inside the exported graph."""
 
-    def __init__(self, n_heads=2, tied=False):
+    def __init__(self, n_heads=2, tied=False, n_layers=2):
         super().__init__()
-        self.gpt = GPT(vocab=64, seq_len=16, d_model=32, n_heads=n_heads, n_layers=2)
+        self.gpt = GPT(vocab=64, seq_len=16, d_model=32, n_heads=n_heads, n_layers=n_layers)
         if tied:  # one table for the token embedding and the output layer
             self.gpt.lm_head.weight = self.gpt.tok_emb.weight
 
@@ -392,7 +392,7 @@ def main():
     torch.set_num_threads(1)
     only = set(sys.argv[1:])
     known = {"mlp", "dropout_mlp", "cnn", "cnn_pool", "gcnn", "lstm", "gru", "gpt",
-             "gpt_heads4", "gpt_tied", "gpt_unfused", "moe_gather", "op_zoo"}
+             "gpt_heads4", "gpt_tied", "gpt4l", "gpt_unfused", "moe_gather", "op_zoo"}
     if only - known:
         sys.exit(f"unknown models {sorted(only - known)}; known: {sorted(known)}")
 
@@ -531,6 +531,19 @@ def main():
         torch.manual_seed(0)
         export(GPTWithLoss(n_heads=4, tied=True), "gpt_tied", (tokens, targets),
                ["tokens", "targets"], ["loss"], 17)
+    if wanted("gpt4l"):
+        # Four layers, a microbatch of 2 sequences, 16 sequences of data:
+        # pipeline parallelism's equivalence tests (pipeline.test), whose
+        # reference is Loom on one process with gradient accumulation.
+        torch.manual_seed(0)
+        rng4 = np.random.default_rng(7)
+        data = rng4.integers(0, 64, (16, 17)).astype(np.int64)
+        export(GPTWithLoss(n_heads=2, n_layers=4), "gpt4l",
+               (torch.from_numpy(data[:2, :-1].copy()),
+                torch.from_numpy(data[:2, 1:].copy())),
+               ["tokens", "targets"], ["loss"], 17)
+        np.save(os.path.join(HERE, "gpt4l.in.tokens.npy"), data[:, :-1])
+        np.save(os.path.join(HERE, "gpt4l.in.targets.npy"), data[:, 1:])
 
 
 if __name__ == "__main__":
