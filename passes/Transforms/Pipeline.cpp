@@ -503,6 +503,8 @@ void LoomPipelinePass::runOnOperation() {
   // learning rate from the step counter).
   llvm::DenseMap<Value, int64_t> valueStage;
   llvm::StringMap<int64_t> paramStage;
+  // Tied weights: the other stages that read them.
+  llvm::DenseMap<Value, SmallVector<int64_t>> tiedTo;
   for (BlockArgument arg : train.getArguments()) {
     auto name = train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                    "loom.param");
@@ -522,14 +524,23 @@ void LoomPipelinePass::runOnOperation() {
       auto of = op->getAttrOfType<StringAttr>("loom.gradient");
       return of && of.getValue() == name.getValue();
     });
+    // A trained weight several stages read (an embedding tied to the output
+    // layer): the stage that sums its gradient (the contributions of the
+    // others arrive with the backward pass) updates it and sends the new
+    // value to the others.
     if (users.size() > 1 && trained) {
-      emitError(arg.getLoc())
-          << "pipelining: parameter '" << name.getValue()
-          << "' is used by stages " << *users.begin() << " and "
-          << *users.rbegin()
-          << "; trained weights shared across stages (tied embeddings) are "
-             "not supported yet: cut elsewhere or untie them";
-      return signalPassFailure();
+      Operation *gradient = nullptr;
+      for (Operation *op : ops)
+        if (auto of = op->getAttrOfType<StringAttr>("loom.gradient"))
+          if (of.getValue() == name.getValue())
+            gradient = op;
+      int64_t owner = gradient && stageOf.count(gradient) ? stageOf[gradient]
+                                                          : *users.begin();
+      paramStage[name.getValue()] = owner;
+      valueStage[arg] = owner;
+      users.erase(owner);
+      tiedTo[arg].assign(users.begin(), users.end());
+      continue;
     }
     // A buffer several stages read (an attention mask) is on every stage.
     int64_t stage = users.size() > 1 ? kEveryStage
@@ -648,7 +659,8 @@ void LoomPipelinePass::runOnOperation() {
       unsigned i = arg.getArgNumber();
       bool input = (bool)train.getArgAttr(i, "loom.input");
       int64_t stage = valueStage.lookup(arg);
-      if (!input && stage != s && stage != kEveryStage)
+      if (!input && stage != s && stage != kEveryStage &&
+          !llvm::is_contained(tiedTo.lookup(arg), s))
         continue;
       Type type = arg.getType();
       if (input) {
@@ -668,10 +680,24 @@ void LoomPipelinePass::runOnOperation() {
                              : mb.getDictionaryAttr({}));
       kept.push_back({arg, (unsigned)argTypes.size() - 1});
     }
+    // The new value of a tied weight, by result, with its owner.
+    auto tiedUpdate = [&](unsigned i) -> BlockArgument {
+      auto updates = train.getResultAttrOfType<StringAttr>(i, "loom.update");
+      if (!updates)
+        return BlockArgument();
+      for (auto &[arg, stagesTied] : tiedTo)
+        if (train.getArgAttrOfType<StringAttr>(
+                cast<BlockArgument>(arg).getArgNumber(), "loom.param") ==
+            updates)
+          return cast<BlockArgument>(arg);
+      return BlockArgument();
+    };
     SmallVector<unsigned> resultIndices;
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       int64_t stage = valueStage.lookup(v);
-      if ((int)i == lossIndex || stage == s || stage == kEveryStage)
+      BlockArgument tied = tiedUpdate(i);
+      if ((int)i == lossIndex || stage == s || stage == kEveryStage ||
+          (tied && llvm::is_contained(tiedTo.lookup(tied), s)))
         resultIndices.push_back(i);
     }
     SmallVector<Type> resultTypes;
@@ -857,6 +883,22 @@ void LoomPipelinePass::runOnOperation() {
       Value v = ret.getOperand(i);
       if ((int)i == lossIndex) {
         results.push_back(lossValue);
+        continue;
+      }
+      if (BlockArgument tied = tiedUpdate(i)) {
+        int64_t owner = valueStage.lookup(tied);
+        if (owner != s) {
+          results.push_back(RecvOp::create(b, loc, v.getType(), meshRef, axes,
+                                           b.getI64IntegerAttr(owner - s)));
+          continue;
+        }
+        FailureOr<Value> mapped = invariant(v);
+        if (failed(mapped))
+          return signalPassFailure();
+        for (int64_t t : tiedTo.lookup(tied))
+          SendOp::create(b, loc, *mapped, meshRef, axes,
+                         b.getI64IntegerAttr(t - s));
+        results.push_back(*mapped);
         continue;
       }
       FailureOr<Value> mapped = invariant(v);

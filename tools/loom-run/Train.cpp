@@ -703,18 +703,24 @@ int runTrain(int argc, char **argv) {
   // Evaluation.
   Session eval;
   std::map<std::string, TensorInfo> evalTensors;
+  auto openEval = [&]() -> std::string {
+    std::string e = open("eval_step", eval);
+    if (e.find("pipeline parallelism") != std::string::npos)
+      return bundle + " is pipelined (loomc --mesh with a pp axis), and "
+                      "evaluation is not pipelined yet: train it without "
+                      "--val-split";
+    return e;
+  };
+  // A bundle without an evaluation step fails before training, not after.
+  if (valSplit > 0 && !eval)
+    if (std::string e = openEval(); !e.empty())
+      return fail(e);
   auto evaluate = [&](double &out) -> bool {
-    if (!eval) {
-      if (std::string e = open("eval_step", eval); !e.empty()) {
-        if (e.find("pipeline parallelism") != std::string::npos)
-          return fail(bundle + " is pipelined (loomc --mesh with a pp axis), "
-                      "and evaluation is not pipelined yet: train it "
-                      "without --val-split"),
-                 false;
+    if (!eval)
+      if (std::string e = openEval(); !e.empty())
         return fail(e), false;
-      }
+    if (evalTensors.empty())
       evalTensors = tensorsOf(eval.get());
-    }
     for (auto &[name, t] : evalTensors) {
       if (t.info.kind != LOOM_TENSOR_PARAMETER)
         continue;
