@@ -106,6 +106,8 @@ const std::map<std::string, std::string> &documentedOps() {
       {"loom.all_to_all", "as loom.all_reduce"},
       {"loom.send", "as loom.all_reduce"},
       {"loom.recv", "as loom.all_reduce"},
+      {"loom.pipeline_mark", "inserted by loom-pipeline after autodiff; "
+                             "has no operands or results"},
       {"loom.optimization_barrier",
        "inserted by loom-remat into the training step, after autodiff"},
       {"loom.block_index", "inserted by loom-partition (a rank's block "
