@@ -548,10 +548,13 @@ std::map<int, uint64_t> sentTo, receivedFrom;
 thread_local std::vector<uint64_t> sendTickets;
 
 /// The rank `offset` steps along the mesh axis `group` names (the axis's
-/// index plus 1 in bits 32-35), or -1 with collectiveError set.
+/// index plus 1 in bits 32-35), or -1 after an earlier failure of the
+/// running entry point or with collectiveError set.
 int peerAlong(loom::comm::Communicator *c, int64_t group, int64_t offset,
               const char *what) {
   using namespace loom;
+  if (!rt::collectiveError.empty())
+    return -1;
   int64_t axis = ((group >> 32) & 0xf) - 1;
   if (!c) {
     rt::collectiveError = std::string("the bundle's ") + what +
@@ -588,8 +591,6 @@ extern "C" LOOM_API void _mlir_ciface_loom_rt_send(Unranked *in,
                                                    int64_t group,
                                                    int64_t offset) {
   using namespace loom;
-  if (!rt::collectiveError.empty())
-    return;
   comm::Communicator *c = rt::currentCommunicator;
   int peer = peerAlong(c, group, offset, "send");
   if (peer < 0)
@@ -614,8 +615,6 @@ extern "C" LOOM_API void _mlir_ciface_loom_rt_recv(Unranked *out,
                                                    int64_t group,
                                                    int64_t offset) {
   using namespace loom;
-  if (!rt::collectiveError.empty())
-    return;
   comm::Communicator *c = rt::currentCommunicator;
   int peer = peerAlong(c, group, offset, "receive");
   if (peer < 0)

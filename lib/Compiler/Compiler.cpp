@@ -105,9 +105,8 @@ OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
   return importOnnxFile(&context, path, options.import);
 }
 
-/// The number of pipeline stages: the size of the pipeline axis in the mesh,
-/// if it has one.
-static std::optional<int64_t> pipelineStages(const CompilerOptions &options) {
+std::optional<int64_t>
+mlir::loom::pipelineStages(const CompilerOptions &options) {
   for (StringRef part : llvm::split(StringRef(options.mesh), ',')) {
     auto [name, size] = part.split('=');
     int64_t value;

@@ -590,7 +590,9 @@ def LoomPipelinePass : Pass<"loom-pipeline", "::mlir::ModuleOp"> {
     with `loom.send` / `loom.recv` along `axis`; batch-independent values are
     computed once per step on each stage that needs them. The gradients and
     the loss are summed over the microbatches in their order and divided by
-    their number (as `--grad-accumulation` does), the optimizer runs once,
+    their number (as `--grad-accumulation` does; dropout in microbatch i of
+    step t draws its masks at position t * microbatches + i, as that
+    option's i-th call does), the optimizer runs once,
     and the last stage sends the mean loss to the others, so every stage
     returns it. The point-to-point order of every stage is checked by
     simulation (`loom-check-p2p`). `eval_step` is removed (evaluation is not

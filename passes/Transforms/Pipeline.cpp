@@ -2,8 +2,8 @@
 //
 // `loom-pipeline`: turns the (partitioned) training step of one microbatch
 // into one program per pipeline stage that trains on `microbatches` of them
-// per step in the order of a schedule (GPipe or 1F1B), moving activations
-// and their gradients between stages with loom.send / loom.recv, summing the
+// per step in the order of a schedule (GPipe, 1F1B or zero-bubble), moving
+// activations and their gradients between stages with loom.send / loom.recv, summing the
 // microbatches' gradients and running the optimizer once. Every emitted
 // order of point-to-point operations is checked not to deadlock.
 // `loom-check-p2p` runs the same check on hand-written stage programs.
@@ -22,7 +22,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/Format.h"
 
 #include <deque>
@@ -227,8 +226,7 @@ std::string describe(Operation *op) {
 }
 } // namespace
 
-LogicalResult checkPointToPoint(ArrayRef<func::FuncOp> programs,
-                                Location loc) {
+LogicalResult checkPointToPoint(ArrayRef<func::FuncOp> programs) {
   // Each program's sends and receives in order; a send never blocks (the
   // runtime copies what it sends and lets it go), a receive waits for the
   // oldest message from its peer, which must be of its type.
@@ -323,7 +321,6 @@ LogicalResult checkPointToPoint(ArrayRef<func::FuncOp> programs,
       return emitError(queue.front()->op->getLoc())
              << "stage " << pair.first << " sends " << queue.size()
              << " message(s) that stage " << pair.second << " never receives";
-  (void)loc;
   return success();
 }
 
@@ -369,12 +366,11 @@ void LoomPipelinePass::runOnOperation() {
     module.emitError("microbatches must be at least 1, got ") << m;
     return signalPassFailure();
   }
-  for (int64_t s = 0; s < stages; ++s)
-    if (failed(pipelineSchedule(schedule, stages, s, m))) {
-      module.emitError("unknown pipeline schedule '")
-          << schedule << "' (expected gpipe, 1f1b or zero-bubble)";
-      return signalPassFailure();
-    }
+  if (failed(pipelineSchedule(schedule, stages, 0, m))) {
+    module.emitError("unknown pipeline schedule '")
+        << schedule << "' (expected gpipe, 1f1b or zero-bubble)";
+    return signalPassFailure();
+  }
 
   Block &body = train.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -383,11 +379,8 @@ void LoomPipelinePass::runOnOperation() {
     if (isOpTriviallyDead(&op))
       op.erase();
   SmallVector<Operation *> ops;
-  llvm::DenseMap<Operation *, size_t> position;
-  for (Operation &op : body.without_terminator()) {
-    position[&op] = ops.size();
+  for (Operation &op : body.without_terminator())
     ops.push_back(&op);
-  }
 
   // The loss and the gradients of the microbatch.
   int lossIndex = -1;
@@ -402,11 +395,14 @@ void LoomPipelinePass::runOnOperation() {
   Value loss = ret.getOperand(lossIndex);
   SmallVector<Value> gradients;
   llvm::DenseSet<Value> isGradient;
+  llvm::StringMap<Operation *> gradientOf; // by parameter name
   for (Operation *op : ops)
-    if (op->hasAttr("loom.gradient"))
+    if (auto of = op->getAttrOfType<StringAttr>("loom.gradient")) {
+      gradientOf[of.getValue()] = op;
       for (Value r : op->getResults())
         if (isGradient.insert(r).second)
           gradients.push_back(r);
+    }
 
   // Values that depend on the batch.
   llvm::DenseSet<Value> batched;
@@ -452,17 +448,19 @@ void LoomPipelinePass::runOnOperation() {
     if (kind[op] == Kind::Update && isBatched) {
       op->emitError("pipelining: '")
           << op->getName()
-          << "' depends on the microbatch but "
-                    "feeds neither the loss nor a gradient (batch "
-                    "normalization's running statistics and dropout are not "
-                    "supported with pipeline parallelism yet)";
+          << "' depends on the microbatch but feeds neither the loss nor "
+             "a gradient, which pipelining does not support yet";
       return signalPassFailure();
     }
   }
-  for (Value result : ret.getOperands())
+  for (auto [i, result] : llvm::enumerate(ret.getOperands()))
     if (perMicrobatch(result)) {
-      train.emitError("pipelining: an output of the training step other than "
-                      "the loss depends on the microbatch");
+      auto name = train.getResultAttrOfType<StringAttr>(i, "loom.output");
+      train.emitError("pipelining: output '")
+          << (name ? name.getValue() : StringRef("?"))
+          << "' of the training step depends on the microbatch (batch "
+             "normalization's running statistics are not supported with "
+             "pipeline parallelism yet)";
       return signalPassFailure();
     }
 
@@ -520,22 +518,14 @@ void LoomPipelinePass::runOnOperation() {
         [&](Operation *user) {
           return user->getBlock() == &body && kind[user] == Kind::Invariant;
         });
-    bool trained = llvm::any_of(ops, [&](Operation *op) {
-      auto of = op->getAttrOfType<StringAttr>("loom.gradient");
-      return of && of.getValue() == name.getValue();
-    });
     // A trained weight several stages read (an embedding tied to the output
     // layer): the stage that sums its gradient (the contributions of the
     // others arrive with the backward pass) updates it and sends the new
     // value to the others.
-    if (users.size() > 1 && trained) {
-      Operation *gradient = nullptr;
-      for (Operation *op : ops)
-        if (auto of = op->getAttrOfType<StringAttr>("loom.gradient"))
-          if (of.getValue() == name.getValue())
-            gradient = op;
-      int64_t owner = gradient && stageOf.count(gradient) ? stageOf[gradient]
-                                                          : *users.begin();
+    Operation *gradient = gradientOf.lookup(name.getValue());
+    if (users.size() > 1 && gradient) {
+      int64_t owner =
+          stageOf.count(gradient) ? stageOf[gradient] : *users.begin();
       paramStage[name.getValue()] = owner;
       valueStage[arg] = owner;
       users.erase(owner);
@@ -642,13 +632,33 @@ void LoomPipelinePass::runOnOperation() {
                : PipelineAction::Backward;
   };
 
+  // The results that are a tied weight's new value, with the weight.
+  llvm::DenseMap<unsigned, BlockArgument> tiedResults;
+  for (unsigned i = 0; i < train.getNumResults(); ++i)
+    if (auto updates = train.getResultAttrOfType<StringAttr>(i, "loom.update"))
+      for (auto &[arg, stagesTied] : tiedTo) {
+        auto param = cast<BlockArgument>(arg);
+        if (train.getArgAttrOfType<StringAttr>(param.getArgNumber(),
+                                               "loom.param") == updates)
+          tiedResults[i] = param;
+      }
+  auto tiedUpdate = [&](unsigned i) { return tiedResults.lookup(i); };
+
+  // Dropout draws its masks at the step counter's position; microbatch i of
+  // step t draws at t * microbatches + i, as --grad-accumulation's calls do.
+  Value stepArg;
+  for (BlockArgument arg : train.getArguments())
+    if (auto state = train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "loom.state"))
+      if (state.getValue() == "step")
+        stepArg = arg;
+
   // The programs.
   OpBuilder mb(context);
   mb.setInsertionPointAfter(train);
   auto meshRef = FlatSymbolRefAttr::get(context, "mesh");
   ArrayAttr axes = mb.getStrArrayAttr({axis});
   SmallVector<func::FuncOp> programs;
-  SmallVector<std::string> names;
   Type f32 = mb.getF32Type();
   for (int64_t s = 0; s < stages; ++s) {
     SmallVector<Type> argTypes;
@@ -680,18 +690,6 @@ void LoomPipelinePass::runOnOperation() {
                              : mb.getDictionaryAttr({}));
       kept.push_back({arg, (unsigned)argTypes.size() - 1});
     }
-    // The new value of a tied weight, by result, with its owner.
-    auto tiedUpdate = [&](unsigned i) -> BlockArgument {
-      auto updates = train.getResultAttrOfType<StringAttr>(i, "loom.update");
-      if (!updates)
-        return BlockArgument();
-      for (auto &[arg, stagesTied] : tiedTo)
-        if (train.getArgAttrOfType<StringAttr>(
-                cast<BlockArgument>(arg).getArgNumber(), "loom.param") ==
-            updates)
-          return cast<BlockArgument>(arg);
-      return BlockArgument();
-    };
     SmallVector<unsigned> resultIndices;
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       int64_t stage = valueStage.lookup(v);
@@ -822,6 +820,18 @@ void LoomPipelinePass::runOnOperation() {
             return signalPassFailure();
         Operation *copy = b.clone(*op, maps[i]);
         copy->removeAttr(kStageAttr);
+        if (auto dropout = dyn_cast<DropoutOp>(copy);
+            dropout && stepArg && m > 1 &&
+            cast<DropoutOp>(op).getOffset() == stepArg) {
+          OpBuilder at(copy);
+          auto i64 = RankedTensorType::get({}, at.getI64Type());
+          Value position = AddOp::create(
+              at, loc,
+              MulOp::create(at, loc, dropout.getOffset(),
+                            ConstantOp::create(at, loc, i64, (double)m)),
+              ConstantOp::create(at, loc, i64, (double)i));
+          dropout.getOffsetMutable().assign(position);
+        }
         for (Value r : op->getResults()) {
           if (isGradient.contains(r) || r == loss)
             accumulate(r, maps[i].lookup(r));
@@ -920,10 +930,9 @@ void LoomPipelinePass::runOnOperation() {
     if (foreign.wasInterrupted())
       return signalPassFailure();
     programs.push_back(program);
-    names.push_back(name);
   }
 
-  if (failed(checkPointToPoint(programs, train.getLoc())))
+  if (failed(checkPointToPoint(programs)))
     return signalPassFailure();
 
   if (report) {
@@ -941,19 +950,14 @@ void LoomPipelinePass::runOnOperation() {
                          "2 or, split, 1 + 1; free messages)\n",
                          simulatedBubble(*timeline));
     for (auto [s, program] : llvm::enumerate(programs)) {
+      using detail::tensorBytes;
       int64_t paramBytes = 0, sent = 0, received = 0;
       for (unsigned i = 0; i < program.getNumArguments(); ++i)
         if (program.getArgAttr(i, "loom.param"))
-          if (auto type = dyn_cast<RankedTensorType>(program.getArgument(i).getType()))
-            paramBytes += type.getNumElements() *
-                          std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-      auto bytes = [](Type t) {
-        auto type = cast<RankedTensorType>(t);
-        return type.getNumElements() *
-               std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-      };
-      program.walk([&](SendOp op) { sent += bytes(op.getInput().getType()); });
-      program.walk([&](RecvOp op) { received += bytes(op.getType()); });
+          paramBytes += tensorBytes(program.getArgument(i).getType());
+      program.walk(
+          [&](SendOp op) { sent += tensorBytes(op.getInput().getType()); });
+      program.walk([&](RecvOp op) { received += tensorBytes(op.getType()); });
       int64_t inFlight = 0, most = 0;
       FailureOr<SmallVector<PipelineAction>> order =
           pipelineSchedule(schedule, stages, s, m);
@@ -1009,7 +1013,7 @@ struct LoomCheckP2PPass : impl::LoomCheckP2PPassBase<LoomCheckP2PPass> {
       }
       programs.push_back(func);
     }
-    if (failed(checkPointToPoint(programs, module.getLoc())))
+    if (failed(checkPointToPoint(programs)))
       signalPassFailure();
   }
 };

@@ -64,8 +64,7 @@ double simulatedBubble(ArrayRef<SmallVector<TimedAction>> timeline);
 /// deadlock: sends never block, a receive waits for its peer's next
 /// message to it, which must have its type. Emits an error naming the
 /// stages and the operation otherwise.
-LogicalResult checkPointToPoint(ArrayRef<func::FuncOp> programs,
-                                Location loc);
+LogicalResult checkPointToPoint(ArrayRef<func::FuncOp> programs);
 
 } // namespace mlir::loom
 

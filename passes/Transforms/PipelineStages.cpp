@@ -27,14 +27,6 @@ namespace mlir::loom {
 
 namespace {
 
-int64_t bytesOf(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  return type.getNumElements() *
-         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
-}
-
 std::string nodeName(Operation *op) {
   StringRef name = onnxNodeOf(op->getLoc());
   return name.empty() ? op->getName().getStringRef().str() : name.str();
@@ -117,7 +109,7 @@ struct LoomPipelineStagesPass
             last = n; // the terminator
         }
         for (size_t j = i; j < last && j < n; ++j) {
-          crossing[j] += bytesOf(r);
+          crossing[j] += detail::tensorBytes(r.getType());
           ++crossingCount[j];
         }
       }
@@ -274,7 +266,7 @@ struct LoomPipelineStagesPass
       if (users.size() > 1)
         continue;
       if (!users.empty())
-        paramBytes[*users.begin()] += bytesOf(arg);
+        paramBytes[*users.begin()] += detail::tensorBytes(arg.getType());
     }
     for (int64_t s = 0; s < stages; ++s)
       if (paramBytes[s] == 0) {

@@ -60,3 +60,29 @@ func.func @stage0(%a: tensor<4xf32>) attributes {loom.pipeline_stage = 0 : i64} 
 func.func @stage1() attributes {loom.pipeline_stage = 1 : i64} {
   return
 }
+
+// -----
+
+// An offset that leaves the stages (the last stage sending on).
+loom.mesh @mesh = <pp = 2>
+func.func @stage0() attributes {loom.pipeline_stage = 0 : i64} {
+  return
+}
+func.func @stage1(%a: tensor<4xf32>) attributes {loom.pipeline_stage = 1 : i64} {
+  // expected-error @+1 {{'loom.send' op on stage 1 names stage 2 (offset 1), which is not another of the 2 stages}}
+  loom.send %a on @mesh ["pp"] offset 1 : tensor<4xf32>
+  return
+}
+
+// -----
+
+// Stage numbers with a gap.
+// expected-error @+1 {{no program for pipeline stage 1}}
+module {
+  func.func @stage0() attributes {loom.pipeline_stage = 0 : i64} {
+    return
+  }
+  func.func @stage2() attributes {loom.pipeline_stage = 2 : i64} {
+    return
+  }
+}

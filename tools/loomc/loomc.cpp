@@ -491,13 +491,8 @@ int main(int argc, char **argv) {
   options.gradReduceDtype = gradReduceDtype;
   {
     // Pipeline parallelism when the mesh has the pipeline axis.
-    std::optional<int64_t> stages;
-    for (llvm::StringRef part : llvm::split(llvm::StringRef(mesh), ',')) {
-      auto [name, size] = part.split('=');
-      int64_t value;
-      if (name.trim() == pipelineAxis && !size.trim().getAsInteger(10, value))
-        stages = value;
-    }
+    options.pipelineAxis = pipelineAxis;
+    std::optional<int64_t> stages = mlir::loom::pipelineStages(options);
     bool pipelineFlags = microbatches != 0 || !pipelineCuts.empty() ||
                          !schedulePng.empty() ||
                          pipelineSchedule.getNumOccurrences() ||
@@ -540,7 +535,6 @@ int main(int argc, char **argv) {
           << "--microbatches must be positive, got " << microbatches << "\n";
       return 1;
     }
-    options.pipelineAxis = pipelineAxis;
     options.pipelineSchedule = pipelineSchedule;
     options.pipelineCuts.assign(pipelineCuts.begin(), pipelineCuts.end());
     options.schedulePng = schedulePng;

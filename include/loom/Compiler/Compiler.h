@@ -140,6 +140,10 @@ LogicalResult writeShardingSvg(ModuleOp module, llvm::StringRef entry,
 /// where SPEC is "[{tp}, {}]" or [["tp"], []], appending `GLOB=SPEC` to
 /// `specs` in order. Returns an error message naming the file and entry, or
 /// "" on success.
+/// The number of pipeline stages: the size of `options.pipelineAxis` in
+/// `options.mesh`, if the mesh has that axis.
+std::optional<int64_t> pipelineStages(const CompilerOptions &options);
+
 /// Draws `kind`'s schedule of `microbatches` on `stages` stages as a Gantt
 /// chart (one row per rank, forward, backward and weight-gradient passes
 /// by microbatch, idle time grey) to the PNG file `path`.
