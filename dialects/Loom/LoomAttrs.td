@@ -48,6 +48,23 @@ def Loom_RnnDirection : I32EnumAttr<"RnnDirection",
   let cppNamespace = "::mlir::loom";
 }
 
+def Loom_MoeRouting : I32EnumAttr<"MoeRouting",
+    "how a mixture-of-experts layer assigns tokens to experts", [
+      I32EnumAttrCase<"TopK", 0, "top_k">,
+      I32EnumAttrCase<"TokenChoice", 1, "token_choice">,
+      I32EnumAttrCase<"ExpertChoice", 2, "expert_choice">]> {
+  let cppNamespace = "::mlir::loom";
+}
+
+def Loom_MoeActivation : I32EnumAttr<"MoeActivation",
+    "the activation between an expert's two (or, gated, three) projections", [
+      I32EnumAttrCase<"Relu", 0, "relu">, I32EnumAttrCase<"Gelu", 1, "gelu">,
+      I32EnumAttrCase<"GeluTanh", 2, "gelu_tanh">,
+      I32EnumAttrCase<"Silu", 3, "silu">,
+      I32EnumAttrCase<"Identity", 4, "identity">]> {
+  let cppNamespace = "::mlir::loom";
+}
+
 def Loom_PadMode : I32EnumAttr<"PadMode", "how pad fills the border", [
       I32EnumAttrCase<"Constant", 0, "constant">,
       I32EnumAttrCase<"Reflect", 1, "reflect">,

@@ -17,6 +17,10 @@
 #include "llvm/ADT/SmallSet.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
 using namespace mlir;
 using namespace mlir::loom;
 
@@ -975,6 +979,107 @@ LogicalResult GruOp::inferReturnTypes(MLIRContext *,
 }
 
 int64_t GruOp::getFlops() { return recurrentFlops(getInput(), getR(), 15); }
+
+//===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+LogicalResult MoeOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                      Adaptor adaptor,
+                                      SmallVectorImpl<Type> &types) {
+  types.push_back(adaptor.getInput().getType());
+  return success();
+}
+
+LogicalResult MoeOp::verify() {
+  RankedTensorType x = getInput().getType(), logits = getRouterLogits().getType();
+  if (x.getRank() != 2 || logits.getRank() != 2)
+    return emitOpError("needs input [tokens, model] and router_logits "
+                       "[tokens, experts]; got ")
+           << x << " and " << logits;
+  if (!x.hasStaticShape() || !logits.hasStaticShape())
+    return emitOpError("needs static shapes");
+  int64_t n = x.getDimSize(0), d = x.getDimSize(1), e = logits.getDimSize(1);
+  if (logits.getDimSize(0) != n)
+    return emitOpError("router_logits has ")
+           << logits.getDimSize(0) << " rows for " << n << " tokens";
+  if (getResult().getType() != x)
+    return emitOpError("result type ")
+           << getResult().getType() << " differs from the input's " << x;
+  int64_t h = getFc1Weight().getType().getRank() == 3
+                  ? getFc1Weight().getType().getDimSize(1)
+                  : -1;
+  auto expect = [&](Value v, StringRef name,
+                    ArrayRef<int64_t> shape) -> LogicalResult {
+    if (!v)
+      return success();
+    auto type = cast<RankedTensorType>(v.getType());
+    if (type.getShape() != shape || type.getElementType() != x.getElementType())
+      return emitOpError() << name << " must be "
+                           << RankedTensorType::get(shape, x.getElementType())
+                           << ", got " << type;
+    return success();
+  };
+  if (failed(expect(getFc1Weight(), "fc1_weight [experts, hidden, model]",
+                    {e, h, d})) ||
+      failed(expect(getFc2Weight(), "fc2_weight [experts, model, hidden]",
+                    {e, d, h})) ||
+      failed(expect(getFc1Bias(), "fc1_bias", {e, h})) ||
+      failed(expect(getFc2Bias(), "fc2_bias", {e, d})) ||
+      failed(expect(getFc3Weight(), "fc3_weight", {e, h, d})) ||
+      failed(expect(getFc3Bias(), "fc3_bias", {e, h})))
+    return failure();
+  if (getFc3Bias() && !getFc3Weight())
+    return emitOpError("has fc3_bias without fc3_weight");
+  if (getK() < 1 || (int64_t)getK() > e)
+    return emitOpError("k = ") << getK() << " must be between 1 and the "
+                               << e << " experts";
+  double c = getCapacityFactor().convertToDouble();
+  if (getRouting() == MoeRouting::TopK) {
+    if (c != 0)
+      return emitOpError("top_k routing keeps every token; a capacity factor "
+                         "needs token_choice or expert_choice routing");
+  } else if (!(c > 0)) {
+    return emitOpError("capacity factor ")
+           << (std::ostringstream() << c).str() << " must be positive for " << stringifyMoeRouting(getRouting())
+           << " routing";
+  }
+  double aux = getAuxLoss().convertToDouble(),
+         z = getZLoss().convertToDouble();
+  if (!(aux >= 0) || !(z >= 0))
+    return emitOpError("loss coefficients must be non-negative");
+  if (aux > 0 && getRouting() == MoeRouting::ExpertChoice)
+    return emitOpError("expert_choice routing balances load by construction "
+                       "and takes no load-balancing loss");
+  return success();
+}
+
+int64_t MoeOp::getCapacity() {
+  int64_t n = getNumTokens(), e = getNumExperts();
+  double c = getCapacityFactor().convertToDouble();
+  switch (getRouting()) {
+  case MoeRouting::TopK:
+    return n;
+  case MoeRouting::TokenChoice:
+    return std::clamp<int64_t>(
+        (int64_t)std::ceil(c * (double)getK() * (double)n / (double)e), 1, n);
+  case MoeRouting::ExpertChoice:
+    return std::clamp<int64_t>((int64_t)std::ceil(c * (double)n / (double)e),
+                               1, n);
+  }
+  llvm_unreachable("routing");
+}
+
+int64_t MoeOp::getFlops() {
+  int64_t n = getNumTokens(), e = getNumExperts(), h = getHiddenSize(),
+          d = getInput().getType().getDimSize(1);
+  int64_t projections = getFc3Weight() ? 3 : 2;
+  // Rows the experts run: every token for top_k (the dense form), else the
+  // capacity slots, which one-hot products dispatch and combine.
+  int64_t rows = e * getCapacity();
+  int64_t moved = getRouting() == MoeRouting::TopK ? 0 : 2 * 2 * n * rows * d;
+  return 6 * n * e + rows * (2 * projections * d * h + 4 * h) + moved;
+}
 
 //===----------------------------------------------------------------------===//
 // Losses

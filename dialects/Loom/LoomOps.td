@@ -688,6 +688,80 @@ def Loom_GruOp : Loom_Op<"gru", [Pure, InferTypeOpAdaptor,
 }
 
 //===----------------------------------------------------------------------===//
+// Mixture of experts
+//===----------------------------------------------------------------------===//
+
+def Loom_MoeOp : Loom_Op<"moe", [Pure, AttrSizedOperandSegments,
+                                 InferTypeOpAdaptor],
+                         ["getFlops"]> {
+  let summary = "a mixture-of-experts feed-forward layer (router, experts, combine)";
+  let description = [{
+    `input` is `[N, D]` (N tokens), `router_logits` `[N, E]` (E experts);
+    expert `e` computes `fc2[e] · act(fc1[e] · x + b1[e]) + b2[e]`, with
+    `fc1_weight` `[E, H, D]`, `fc2_weight` `[E, D, H]` (ONNX Runtime's
+    `com.microsoft.MoE` layout: each expert's weight is a `[out, in]` matrix);
+    with `fc3_weight` `[E, H, D]` the activation is gated,
+    `act(fc1 x + b1) * (fc3 x + b3)` (Mixtral's SwiGLU with `silu`). The
+    router probabilities are `softmax(router_logits)` over experts.
+
+    `routing` chooses which experts see which tokens:
+    * `top_k`: each token goes to its `k` most probable experts, weighted by
+      their probabilities (renormalized over the `k` with `normalize`); no
+      token is dropped. This is the model's own routing (ONNX Runtime's).
+    * `token_choice` (GShard, Switch): as `top_k`, but each expert takes at
+      most `ceil(capacity_factor * k * N / E)` tokens, first choices before
+      second ones, in token order; assignments over capacity are dropped (the
+      layer outputs zero for them; the model's residual carries the token).
+    * `expert_choice` (Zhou et al., 2022): each expert takes the
+      `ceil(capacity_factor * N / E)` tokens with the highest probability for
+      it, weighted by that probability; a token may go to any number of
+      experts. `k` is not used.
+
+    `aux_loss` and `z_loss` are coefficients of Switch's load-balancing loss
+    (`E * sum_e f_e * P_e`, `f_e` the share of top-k assignments to expert e,
+    `P_e` its mean probability) and of the router z-loss (mean over tokens of
+    `logsumexp(logits)^2`); the training step adds them to its loss. The op
+    is differentiated, lowered and partitioned through its expansion into
+    softmax, top_k, one_hot dispatch and combine products and batched expert
+    products (`expandMoe`).
+    ```mlir
+    %y = loom.moe token_choice relu %x, %logits experts(%w1, %w2) {k = 2 : i64, capacity_factor = 1.25}
+        : (tensor<64x16xf32>, tensor<64x4xf32>, tensor<4x32x16xf32>, tensor<4x16x32xf32>) -> tensor<64x16xf32>
+    ```
+  }];
+  let arguments = (ins Loom_FloatTensor:$input, Loom_FloatTensor:$router_logits,
+                       Loom_FloatTensor:$fc1_weight,
+                       Loom_FloatTensor:$fc2_weight,
+                       Optional<Loom_FloatTensor>:$fc1_bias,
+                       Optional<Loom_FloatTensor>:$fc2_bias,
+                       Optional<Loom_FloatTensor>:$fc3_weight,
+                       Optional<Loom_FloatTensor>:$fc3_bias,
+                       Loom_MoeRouting:$routing, Loom_MoeActivation:$activation,
+                       I64Attr:$k, UnitAttr:$normalize,
+                       DefaultValuedAttr<F64Attr, "0.0">:$capacity_factor,
+                       DefaultValuedAttr<F64Attr, "0.0">:$aux_loss,
+                       DefaultValuedAttr<F64Attr, "0.0">:$z_loss);
+  let results = (outs Loom_FloatTensor:$result);
+  let assemblyFormat = [{
+    $routing $activation $input `,` $router_logits
+    `experts` `(` $fc1_weight `,` $fc2_weight `)`
+    (`fc1_bias` $fc1_bias^)? (`fc2_bias` $fc2_bias^)?
+    (`fc3` $fc3_weight^)? (`fc3_bias` $fc3_bias^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getNumTokens() { return getInput().getType().getDimSize(0); }
+    int64_t getNumExperts() {
+      return getRouterLogits().getType().getDimSize(1);
+    }
+    int64_t getHiddenSize() { return getFc1Weight().getType().getDimSize(1); }
+    /// Slots per expert: every token for `top_k`, else the capacity.
+    int64_t getCapacity();
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Losses
 //===----------------------------------------------------------------------===//
 

@@ -380,6 +380,21 @@ ShardingRule layerNormRule(LayerNormOp op) {
   return std::move(b.rule);
 }
 
+/// moe: tokens are independent under top_k routing (each token's experts
+/// and gates are its own); the capacity routings rank tokens against each
+/// other (a token's buffer position, an expert's top tokens), so there the
+/// token dimension must be whole. Experts' dimensions are not split.
+ShardingRule moeRule(MoeOp op) {
+  RuleBuilder b(op);
+  int64_t f = b.factor(op.getNumTokens(), op.getRouting() == MoeRouting::TopK
+                                              ? FactorKind::Parallel
+                                              : FactorKind::Opaque);
+  b.operand(0, 0, f);
+  b.operand(1, 0, f);
+  b.result(0, 0, f);
+  return std::move(b.rule);
+}
+
 /// batch_norm (given statistics): every dimension is independent; the [C]
 /// operands share the channel factor.
 ShardingRule batchNormRule(BatchNormOp op) {
@@ -543,6 +558,7 @@ FailureOr<ShardingRule> mlir::loom::detail::shardingRuleOf(Operation *op) {
       .Case([](ScatterElementsOp op) { return scatterRule(op); })
       .Case([](OneHotOp op) { return oneHotRule(op); })
       .Case([](LayerNormOp op) { return layerNormRule(op); })
+      .Case([](MoeOp op) { return moeRule(op); })
       .Case([](BatchNormOp op) { return batchNormRule(op); })
       .Case([](ConvOp op) { return convRule(op); })
       .Case<SoftmaxCrossEntropyOp, NllLossOp>(

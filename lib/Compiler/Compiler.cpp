@@ -438,6 +438,23 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
   if (!module)
     return failure();
 
+  // Mixture-of-experts layers get their routing before anything reads their
+  // cost or builds their gradient.
+  {
+    PassManager pm(module.get()->getName());
+    if (failed(applyPassManagerCLOptions(pm)))
+      return failure();
+    LoomMoeRoutingPassOptions routing;
+    routing.routing = options.moeRouting;
+    routing.capacityFactor = options.capacityFactor;
+    routing.auxLoss = options.moeAuxLoss;
+    routing.zLoss = options.moeZLoss;
+    routing.report = options.report;
+    pm.addPass(createLoomMoeRoutingPass(routing));
+    if (failed(pm.run(*module)))
+      return failure();
+  }
+
   // Tensor parallelism splits fused projections by heads: each part gets a
   // product of its own (over a view of the weight) before the training
   // step is built from the forward function.

@@ -11,6 +11,7 @@
 #include "passes/Conversion/CollectivesToRuntime.h"
 
 #include "dialects/Loom/LoomOps.h"
+#include "dialects/Loom/MoeExpansion.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -1996,6 +1997,9 @@ struct GruLowering : OpRewritePattern<GruOp> {
 struct ConvertLoomToLinalgPass
     : mlir::loom::impl::ConvertLoomToLinalgPassBase<ConvertLoomToLinalgPass> {
   void runOnOperation() override {
+    // Mixture-of-experts layers lower through their expansion (their
+    // auxiliary losses only matter to training, which expanded them before).
+    expandMoeLayers(getOperation());
     RewritePatternSet patterns(&getContext());
     populateElementwisePatterns(patterns);
     populateStructuredPatterns(patterns);

@@ -12,6 +12,7 @@
 #include "passes/Transforms/UnrollRecurrent.h"
 
 #include "dialects/Loom/LoomOps.h"
+#include "dialects/Loom/MoeExpansion.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -346,6 +347,18 @@ struct LoomBuildTrainStepPass
     Location loc = ret.getLoc();
     // Backpropagation through time: recurrent layers as their time steps.
     unrollRecurrentLayers(train);
+    // Mixture-of-experts layers as their routing, dispatch and experts; their
+    // load-balancing and router z-losses join the training loss.
+    SmallVector<MoeExpansion> experts = expandMoeLayers(train);
+    for (MoeExpansion &layer : experts) {
+      if (!layer.auxLoss)
+        continue;
+      OpBuilder at(ret);
+      Value aux = layer.auxLoss;
+      if (aux.getType() != lossValue->getType())
+        aux = CastOp::create(at, loc, lossValue->getType(), aux);
+      *lossValue = AddOp::create(at, loc, *lossValue, aux);
+    }
     Value dropoutPosition = prepareDropouts(train);
 
     SmallVector<Value> params;
@@ -518,6 +531,16 @@ struct LoomBuildTrainStepPass
     SmallVector<Value> results{*lossValue, rate};
     SmallVector<DictionaryAttr> attrs{outputAttr(b, "loss"),
                                       outputAttr(b, "lr")};
+    // Each mixture-of-experts layer's load on the step's batch (routed and
+    // processed assignments per expert), for loom-run to report. Pipeline
+    // stages keep their outputs to the loss and the state.
+    for (auto [i, layer] : llvm::enumerate(experts))
+      if (!layer.load.getDefiningOp()->hasAttr(kStageAttr)) {
+        results.push_back(layer.load);
+        attrs.push_back(outputAttr(
+            b, "moe." + (layer.name.empty() ? std::to_string(i) : layer.name) +
+                   ".expert_load"));
+      }
     SmallVector<Value> stateResults, stateOld;
     SmallVector<DictionaryAttr> stateAttrs;
     // 1-based step for Adam's bias correction, which skipped steps do not

@@ -10,6 +10,7 @@
 #include "passes/Transforms/Autodiff.h"
 
 #include "dialects/Loom/LoomOps.h"
+#include "dialects/Loom/MoeExpansion.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/TypeUtilities.h"
@@ -39,6 +40,9 @@ struct LoomDifferentiatePass
       auto gradFunc = cast<func::FuncOp>(builder.clone(*func));
       gradFunc.setSymName((func.getSymName() + "_grad").str());
       auto ret = cast<func::ReturnOp>(gradFunc.getBody().front().back());
+      // The function's value is its result: mixture-of-experts layers'
+      // auxiliary losses are not part of it.
+      expandMoeLayers(gradFunc);
       SmallVector<Value> wrt;
       for (BlockArgument arg : gradFunc.getArguments())
         if (isa<FloatType>(getElementTypeOrSelf(arg.getType())))

@@ -541,6 +541,39 @@ def LoomMemoryReportPass : Pass<"loom-memory-report", "::mlir::ModuleOp"> {
   ];
 }
 
+def LoomMoeRoutingPass : Pass<"loom-moe-routing", "::mlir::ModuleOp"> {
+  let summary = "chooses the routing of mixture-of-experts layers";
+  let description = [{
+    Sets the routing of every `loom.moe`: `model` keeps each layer's own
+    (its top-k over all tokens, as imported), `token-choice` adds a capacity
+    of `ceil(capacity-factor * k * tokens / experts)` per expert (GShard,
+    Switch) and `expert-choice` lets each expert take its
+    `ceil(capacity-factor * tokens / experts)` most probable tokens (Zhou et
+    al., 2022). `capacity-factor` 0 picks the default: 1.25 for token choice,
+    2 for expert choice. `aux-loss` and `z-loss` are the coefficients of
+    Switch's load-balancing loss and the router z-loss that the training
+    step adds to its loss. Errors, at the layer's ONNX node: a capacity
+    factor that is not positive, a load-balancing loss with expert choice,
+    and any flag when the module has no `loom.moe`. With `report`, prints
+    each layer's experts, routing, capacity and expert parameters.
+    ```mlir
+    %y = loom.moe token_choice relu %x, %logits experts(%w1, %w2) {k = 2 : i64, capacity_factor = 1.25} : ...
+    ```
+  }];
+  let options = [
+    Option<"routing", "routing", "std::string", "\"model\"",
+           "model, token-choice or expert-choice">,
+    Option<"capacityFactor", "capacity-factor", "double", "0.0",
+           "slots per expert relative to an even share (0: the default)">,
+    Option<"auxLoss", "aux-loss", "double", "0.0",
+           "coefficient of the load-balancing loss">,
+    Option<"zLoss", "z-loss", "double", "0.0",
+           "coefficient of the router z-loss">,
+    Option<"report", "report", "bool", "false",
+           "print the layers on stdout">,
+  ];
+}
+
 def LoomPipelineStagesPass : Pass<"loom-pipeline-stages", "::mlir::ModuleOp"> {
   let summary = "cuts the forward function into pipeline stages";
   let description = [{

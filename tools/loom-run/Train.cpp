@@ -904,6 +904,41 @@ int runTrain(int argc, char **argv) {
         return 1;
   }
 
+  // Mixture-of-experts layers: how the last step's batch spread over the
+  // experts (loom-build-train-step's `moe.<node>.expert_load` outputs).
+  for (const auto &[name, tensor] : tensors) {
+    StringRef layer(name);
+    if (!leader || !layer.consume_front("moe.") ||
+        !layer.consume_back(".expert_load") || tensor.info.rank != 2)
+      continue;
+    const void *data;
+    size_t bytes;
+    if (std::string e = take(
+            loom_session_tensor_data(train.get(), tensor.index, &data, &bytes));
+        !e.empty())
+      return fail(e);
+    int64_t experts = tensor.info.shape[1];
+    auto at = [&](int64_t row, int64_t e) {
+      return npy::elementAsDouble(static_cast<const char *>(data),
+                                  tensor.info.dtype, row * experts + e);
+    };
+    double routed = 0, kept = 0, most = 0;
+    std::string routedList, keptList;
+    for (int64_t e = 0; e < experts; ++e) {
+      routed += at(0, e);
+      kept += at(1, e);
+      most = std::max(most, at(1, e));
+      routedList += " " + std::to_string((long long)at(0, e));
+      keptList += " " + std::to_string((long long)at(1, e));
+    }
+    log << "expert load of '" << layer << "' on the last batch: routed"
+        << routedList << ", processed" << keptList
+        << format(" (%.0f of %.0f assignments dropped; busiest expert %.2fx "
+                  "the mean)\n",
+                  routed - kept, routed,
+                  kept > 0 ? most * (double)experts / kept : 0.0);
+  }
+
   if (!tracePath.empty()) {
     loom_trace_enable(0);
     if (std::string e = writeTrace(train.get(), rank, world, log); !e.empty())

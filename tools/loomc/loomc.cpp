@@ -296,6 +296,33 @@ static cl::opt<std::string>
                  cl::desc("Mesh axis of the pipeline stages (default pp)"),
                  cl::init("pp"), cl::cat(pipelineCategory));
 
+static cl::OptionCategory moeCategory("Mixture of experts");
+static cl::opt<std::string> moeRouting(
+    "moe-routing",
+    cl::desc("How mixture-of-experts layers (loom.moe) route tokens: model "
+             "(default; the layer's own top-k, no token dropped), "
+             "token-choice (top-k with a capacity per expert; assignments "
+             "over it are dropped, the residual carries the token) or "
+             "expert-choice (each expert takes its most probable tokens)"),
+    cl::init("model"), cl::cat(moeCategory));
+static cl::opt<double> capacityFactor(
+    "capacity-factor",
+    cl::desc("Slots per expert relative to an even share: "
+             "ceil(factor * k * tokens / experts) for token-choice (default "
+             "1.25), ceil(factor * tokens / experts) for expert-choice "
+             "(default 2)"),
+    cl::init(0.0), cl::cat(moeCategory));
+static cl::opt<double> moeAuxLoss(
+    "moe-aux-loss",
+    cl::desc("Add Switch's load-balancing loss, times this coefficient, to "
+             "the training loss (model and token-choice routing)"),
+    cl::init(0.0), cl::cat(moeCategory));
+static cl::opt<double> moeZLoss(
+    "moe-z-loss",
+    cl::desc("Add the router z-loss (mean squared logsumexp of the router "
+             "logits), times this coefficient, to the training loss"),
+    cl::init(0.0), cl::cat(moeCategory));
+
 static cl::opt<bool>
     memoryReport("report",
                  cl::desc("Print the bytes one rank holds for train_step "
@@ -541,6 +568,17 @@ int main(int argc, char **argv) {
     options.microbatches =
         microbatches > 0 ? (int64_t)microbatches : stages.value_or(1);
   }
+
+  if (capacityFactor.getNumOccurrences() && !(capacityFactor > 0)) {
+    WithColor::error(errs(), "loomc")
+        << "--capacity-factor must be positive, got " << capacityFactor
+        << "\n";
+    return 1;
+  }
+  options.moeRouting = moeRouting;
+  options.capacityFactor = capacityFactor;
+  options.moeAuxLoss = moeAuxLoss;
+  options.moeZLoss = moeZLoss;
 
   mlir::DialectRegistry registry;
   mlir::loom::registerAllDialects(registry);

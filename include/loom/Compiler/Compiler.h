@@ -128,6 +128,13 @@ struct CompilerOptions {
   std::vector<std::string> pipelineCuts;
   /// Draw the schedule as a Gantt chart to this PNG file (empty: none).
   std::string schedulePng;
+  /// Mixture-of-experts layers (loom-moe-routing): "model", "token-choice"
+  /// or "expert-choice"; capacity factor (0: the routing's default); the
+  /// coefficients of the load-balancing loss and the router z-loss.
+  std::string moeRouting = "model";
+  double capacityFactor = 0;
+  double moeAuxLoss = 0;
+  double moeZLoss = 0;
 };
 
 /// Writes an SVG picture of how `entry`'s parameters are split over the

@@ -352,6 +352,8 @@ OwningOpRef<ModuleOp> GraphImporter::run(onnx::ModelProto &model) {
   for (const auto &entry : model.opset_import()) {
     if (entry.domain().empty() || entry.domain() == "ai.onnx")
       opset = entry.version();
+    else if (entry.domain() == "com.microsoft")
+      continue; // ONNX Runtime's contrib ops: MoE (version 1) is imported.
     else
       return emitError(loc) << "operator domain \"" << entry.domain()
                             << "\" is not supported",
@@ -543,7 +545,8 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &proto,
                          ? proto.op_type() + "_" + std::to_string(index)
                          : proto.name();
   Location loc = NameLoc::get(builder.getStringAttr(name), graphLoc());
-  if (!proto.domain().empty() && proto.domain() != "ai.onnx")
+  if (!proto.domain().empty() && proto.domain() != "ai.onnx" &&
+      !(proto.domain() == "com.microsoft" && proto.op_type() == "MoE"))
     return emitError(loc) << proto.op_type() << " node \"" << name
                           << "\": operator domain \"" << proto.domain()
                           << "\" is not supported";

@@ -7,6 +7,8 @@
 
 #include "OnnxNodes.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace mlir;
 using namespace mlir::loom;
 using namespace mlir::loom::onnx_import;
@@ -474,6 +476,60 @@ LogicalResult translateLstm(NodeContext &n, SmallVectorImpl<Value> &out) {
   return success();
 }
 
+/// ONNX Runtime's com.microsoft.MoE: `router_probs` holds the router's
+/// logits (the kernel applies the softmax); gelu is the tanh approximation,
+/// as ONNX Runtime's CPU kernel computes it.
+LogicalResult translateMicrosoftMoe(NodeContext &n,
+                                    SmallVectorImpl<Value> &out) {
+  if (failed(n.requireInputs(5)) ||
+      failed(n.checkAttrs({"k", "activation_type", "normalize_routing_weights",
+                           "use_sparse_mixer", "activation_alpha",
+                           "activation_beta", "swiglu_fusion", "swiglu_limit",
+                           "swiglu_limit_after_activation"})))
+    return failure();
+  if (n.getInt("use_sparse_mixer", 0) != 0)
+    return n.error() << "use_sparse_mixer is not supported";
+  std::string kind = n.getString("activation_type", "relu");
+  std::optional<MoeActivation> activation =
+      llvm::StringSwitch<std::optional<MoeActivation>>(kind)
+          .Case("relu", MoeActivation::Relu)
+          .Case("gelu", MoeActivation::GeluTanh)
+          .Case("silu", MoeActivation::Silu)
+          .Case("identity", MoeActivation::Identity)
+          .Default(std::nullopt);
+  if (!activation)
+    return n.error() << "activation_type \"" << kind
+                     << "\" is not supported (relu, gelu, silu and identity "
+                        "are; a gated expert is silu with fc3 weights)";
+  if (n.getInt("swiglu_fusion", 0) != 0)
+    return n.error() << "swiglu_fusion applies to swiglu only";
+  Value x = n.input(0);
+  RankedTensorType xType = n.inputType(0);
+  if (xType.getRank() != 2 && xType.getRank() != 3)
+    return n.error() << "input must be [tokens, hidden] or [batch, sequence, "
+                        "hidden], got "
+                     << xType;
+  if (!xType.hasStaticShape() || !n.inputType(1).hasStaticShape())
+    return n.error() << "needs static input and router_probs shapes";
+  int64_t hidden = xType.getShape().back();
+  int64_t experts = n.inputType(1).getShape().back();
+  int64_t k = n.getInt("k", 1);
+  if (k < 1 || k > experts)
+    return n.error() << "k = " << k << " must be between 1 and the "
+                     << experts << " experts";
+  if (xType.getRank() == 3)
+    x = n.reshape(x, {xType.getDimSize(0) * xType.getDimSize(1), hidden});
+  FailureOr<Value> y = n.build1<MoeOp>(
+      x, n.input(1), n.input(2), n.input(4), n.input(3), n.input(5),
+      n.input(6), n.input(7), MoeRouting::TopK, *activation, (uint64_t)k,
+      n.getInt("normalize_routing_weights", 0) != 0, llvm::APFloat(0.0),
+      llvm::APFloat(0.0), llvm::APFloat(0.0));
+  if (failed(y))
+    return failure();
+  out.push_back(xType.getRank() == 3 ? n.reshape(*y, xType.getShape()) : *y);
+  return success();
+}
+
 LogicalResult translateGru(NodeContext &n, SmallVectorImpl<Value> &out) {
   if (failed(n.requireInputs(3)) ||
       failed(n.checkAttrs({"activation_alpha", "activation_beta",
@@ -575,6 +631,7 @@ void mlir::loom::onnx_import::addNeuralTranslators(TranslatorTable &t) {
   t["Dropout"] = translateDropout;
   t["LSTM"] = translateLstm;
   t["GRU"] = translateGru;
+  t["com.microsoft.MoE"] = translateMicrosoftMoe;
   t["SoftmaxCrossEntropyLoss"] = translateSoftmaxCrossEntropy;
   t["NegativeLogLikelihoodLoss"] = translateNllLoss;
 }

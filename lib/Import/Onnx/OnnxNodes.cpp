@@ -162,10 +162,14 @@ bool mlir::loom::onnx_import::isSupportedOp(StringRef opType) {
 LogicalResult
 mlir::loom::onnx_import::translateNode(NodeContext &node,
                                        SmallVectorImpl<Value> &outputs) {
-  auto it = translators().find(node.proto.op_type());
+  // Ops of other domains are keyed by their domain, "com.microsoft.MoE".
+  std::string key = node.proto.domain().empty() ||
+                            node.proto.domain() == "ai.onnx"
+                        ? node.proto.op_type()
+                        : node.proto.domain() + "." + node.proto.op_type();
+  auto it = translators().find(key);
   if (it == translators().end())
-    return node.error() << "op " << node.proto.op_type()
-                        << " is not supported by the importer";
+    return node.error() << "op " << key << " is not supported by the importer";
   for (unsigned i = 0; i < node.numInputs(); ++i)
     if (node.hasInput(i) && !isa<RankedTensorType>(node.inputs[i].getType()))
       return node.error() << "input #" << i << " is not a ranked tensor";

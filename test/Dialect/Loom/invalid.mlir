@@ -886,3 +886,35 @@ func.func @wait_for_nothing(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = loom.wait %x : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+func.func @moe_k_exceeds_experts(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{k = 3 must be between 1 and the 2 experts}}
+  %0 = loom.moe top_k relu %x, %r experts(%w1, %w2) {k = 3 : i64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @moe_capacity_needs_positive_factor(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{capacity factor 0 must be positive for token_choice routing}}
+  %0 = loom.moe token_choice relu %x, %r experts(%w1, %w2) {k = 1 : i64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @moe_expert_weight_shape(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x6x4xf32>) {
+  // expected-error @+1 {{fc2_weight [experts, model, hidden] must be 'tensor<2x4x6xf32>', got 'tensor<2x6x4xf32>'}}
+  %0 = loom.moe top_k relu %x, %r experts(%w1, %w2) {k = 1 : i64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x6x4xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @moe_expert_choice_takes_no_balance_loss(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{expert_choice routing balances load by construction}}
+  %0 = loom.moe expert_choice relu %x, %r experts(%w1, %w2) {k = 1 : i64, capacity_factor = 2.0 : f64, aux_loss = 0.01 : f64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return
+}

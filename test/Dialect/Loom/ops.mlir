@@ -192,3 +192,14 @@ func.func @collectives(%x: tensor<8x16xf32>) {
   %6 = loom.block_index on @mesh ["tp", "dp"] : tensor<i64>
   return
 }
+
+// -----
+
+// CHECK-LABEL: func.func @moe
+func.func @moe(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>, %b1: tensor<2x6xf32>, %b2: tensor<2x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>) {
+  // CHECK: loom.moe top_k silu %{{.*}}, %{{.*}} experts(%{{.*}}, %{{.*}}) fc1_bias %{{.*}} fc2_bias %{{.*}} fc3 %{{.*}} {k = 2 : i64, normalize}
+  %0 = loom.moe top_k silu %x, %r experts(%w1, %w2) fc1_bias %b1 fc2_bias %b2 fc3 %w1 {k = 2 : i64, normalize} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>, tensor<2x6xf32>, tensor<2x4xf32>, tensor<2x6x4xf32>) -> tensor<8x4xf32>
+  // CHECK: loom.moe token_choice gelu_tanh {{.*}} {aux_loss = 1.000000e-02 : f64, capacity_factor = 1.250000e+00 : f64, k = 1 : i64}
+  %1 = loom.moe token_choice gelu_tanh %x, %r experts(%w1, %w2) {k = 1 : i64, capacity_factor = 1.25 : f64, aux_loss = 0.01 : f64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return %0, %1 : tensor<8x4xf32>, tensor<8x4xf32>
+}

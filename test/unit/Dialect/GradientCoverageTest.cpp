@@ -93,6 +93,9 @@ const std::map<std::string, std::string> &documentedOps() {
       {"loom.lstm", "unrolled into its time steps (differentiable ops) by "
                     "loom-build-train-step before differentiation"},
       {"loom.gru", "unrolled like loom.lstm"},
+      {"loom.moe", "expanded into its routing, dispatch, experts and combine "
+                   "(differentiable ops) by loom-build-train-step and "
+                   "loom-differentiate before differentiation"},
       {"loom.mesh", "a declaration without results"},
       {"loom.shard", "inserted by the sharding passes, after the training "
                      "step is built"},
