@@ -169,7 +169,7 @@ MoeExpansion expand(Layer &c, MoeOp op) {
       masks.push_back(c.oneHot(c.column(top.getIndices(), j), e, f32));
       chosen = chosen ? c.add(chosen, masks.back()) : masks.back();
     }
-    if (op.getAuxLoss().convertToDouble() > 0)
+    if (op.getAuxLossValue() > 0)
       balance = balanceLoss(c, chosen, probs, n, k, e);
 
     if (op.getRouting() == MoeRouting::TopK) {
@@ -225,12 +225,11 @@ MoeExpansion expand(Layer &c, MoeOp op) {
     }
   }
 
-  double auxCoef = op.getAuxLoss().convertToDouble(),
-         zCoef = op.getZLoss().convertToDouble();
   if (balance)
-    out.auxLoss = c.mul(balance, c.scalar(auxCoef));
-  if (zCoef > 0) {
-    Value z = c.mul(zLoss(c, op.getRouterLogits()), c.scalar(zCoef));
+    out.auxLoss = c.mul(balance, c.scalar(op.getAuxLossValue()));
+  if (op.getZLossValue() > 0) {
+    Value z = c.mul(zLoss(c, op.getRouterLogits()),
+                    c.scalar(op.getZLossValue()));
     out.auxLoss = out.auxLoss ? c.add(out.auxLoss, z) : z;
   }
   return out;

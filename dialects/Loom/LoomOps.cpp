@@ -1034,21 +1034,22 @@ LogicalResult MoeOp::verify() {
   if (getK() < 1 || (int64_t)getK() > e)
     return emitOpError("k = ") << getK() << " must be between 1 and the "
                                << e << " experts";
-  double c = getCapacityFactor().convertToDouble();
+  double c = getCapacityFactorValue();
   if (getRouting() == MoeRouting::TopK) {
     if (c != 0)
       return emitOpError("top_k routing keeps every token; a capacity factor "
                          "needs token_choice or expert_choice routing");
   } else if (!(c > 0)) {
+    // `%g`-style, as the flag was written ("0", not "0.000000e+00").
+    std::ostringstream factor;
+    factor << c;
     return emitOpError("capacity factor ")
-           << (std::ostringstream() << c).str() << " must be positive for " << stringifyMoeRouting(getRouting())
-           << " routing";
+           << factor.str() << " must be positive for "
+           << stringifyMoeRouting(getRouting()) << " routing";
   }
-  double aux = getAuxLoss().convertToDouble(),
-         z = getZLoss().convertToDouble();
-  if (!(aux >= 0) || !(z >= 0))
+  if (!(getAuxLossValue() >= 0) || !(getZLossValue() >= 0))
     return emitOpError("loss coefficients must be non-negative");
-  if (aux > 0 && getRouting() == MoeRouting::ExpertChoice)
+  if (getAuxLossValue() > 0 && getRouting() == MoeRouting::ExpertChoice)
     return emitOpError("expert_choice routing balances load by construction "
                        "and takes no load-balancing loss");
   return success();
@@ -1056,7 +1057,7 @@ LogicalResult MoeOp::verify() {
 
 int64_t MoeOp::getCapacity() {
   int64_t n = getNumTokens(), e = getNumExperts();
-  double c = getCapacityFactor().convertToDouble();
+  double c = getCapacityFactorValue();
   switch (getRouting()) {
   case MoeRouting::TopK:
     return n;

@@ -757,6 +757,11 @@ def Loom_MoeOp : Loom_Op<"moe", [Pure, AttrSizedOperandSegments,
     int64_t getHiddenSize() { return getFc1Weight().getType().getDimSize(1); }
     /// Slots per expert: every token for `top_k`, else the capacity.
     int64_t getCapacity();
+    double getCapacityFactorValue() {
+      return getCapacityFactor().convertToDouble();
+    }
+    double getAuxLossValue() { return getAuxLoss().convertToDouble(); }
+    double getZLossValue() { return getZLoss().convertToDouble(); }
   }];
   let hasVerifier = 1;
 }

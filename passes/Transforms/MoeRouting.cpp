@@ -76,7 +76,7 @@ struct LoomMoeRoutingPass
 
     Builder b(module.getContext());
     for (MoeOp op : layers) {
-      if (routing != "model" || capacityFactor != 0) {
+      if (*chosen != MoeRouting::TopK) {
         double factor = capacityFactor != 0 ? capacityFactor
                         : *chosen == MoeRouting::ExpertChoice ? 2.0
                                                                : 1.25;
@@ -112,18 +112,18 @@ struct LoomMoeRoutingPass
       else
         llvm::outs() << llvm::format(" (capacity factor %g: %lld slots per "
                                      "expert",
-                                     op.getCapacityFactor().convertToDouble(),
+                                     op.getCapacityFactorValue(),
                                      (long long)op.getCapacity())
                      << (op.getRouting() == MoeRouting::TokenChoice
                              ? ", k = " + std::to_string(op.getK())
                              : std::string())
                      << ")";
-      if (op.getAuxLoss().convertToDouble() > 0)
+      if (op.getAuxLossValue() > 0)
         llvm::outs() << llvm::format(", load-balancing loss %g",
-                                     op.getAuxLoss().convertToDouble());
-      if (op.getZLoss().convertToDouble() > 0)
+                                     op.getAuxLossValue());
+      if (op.getZLossValue() > 0)
         llvm::outs() << llvm::format(", z-loss %g",
-                                     op.getZLoss().convertToDouble());
+                                     op.getZLossValue());
       llvm::outs() << ", " << params / e << " parameter bytes per expert\n";
     }
   }

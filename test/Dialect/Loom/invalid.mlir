@@ -918,3 +918,35 @@ func.func @moe_expert_choice_takes_no_balance_loss(%x: tensor<8x4xf32>, %r: tens
   %0 = loom.moe expert_choice relu %x, %r experts(%w1, %w2) {k = 1 : i64, capacity_factor = 2.0 : f64, aux_loss = 0.01 : f64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+func.func @moe_router_rows(%x: tensor<8x4xf32>, %r: tensor<6x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{router_logits has 6 rows for 8 tokens}}
+  %0 = loom.moe top_k relu %x, %r experts(%w1, %w2) {k = 1 : i64} : (tensor<8x4xf32>, tensor<6x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @moe_fc3_bias_alone(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>, %b3: tensor<2x6xf32>) {
+  // expected-error @+1 {{has fc3_bias without fc3_weight}}
+  %0 = loom.moe top_k relu %x, %r experts(%w1, %w2) fc3_bias %b3 {k = 1 : i64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>, tensor<2x6xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @moe_top_k_has_no_capacity(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{top_k routing keeps every token; a capacity factor needs token_choice or expert_choice routing}}
+  %0 = loom.moe top_k relu %x, %r experts(%w1, %w2) {k = 1 : i64, capacity_factor = 1.0 : f64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @moe_negative_loss(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{loss coefficients must be non-negative}}
+  %0 = loom.moe top_k relu %x, %r experts(%w1, %w2) {k = 1 : i64, z_loss = -1.0 : f64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return
+}

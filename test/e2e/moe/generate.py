@@ -19,6 +19,7 @@ formulation):
                                 0.01, z-loss 0.001) and expert_choice
                                 (capacity factor 1)
   bad_k.onnx                    moe.onnx with k = 5 (an import error)
+  bad_activation.onnx           moe.onnx with activation_type swiglu (another)
   gated.onnx, gated.in.x.npy    a Mixtral-style block (silu gate, fc3,
   gated.out.logits.npy          renormalized top-2, 3-D input); ONNX
                                 Runtime has no CPU kernel with fc3, so the
@@ -169,6 +170,14 @@ def main():
             if node.op_type == "MoE" and a.name == "k":
                 a.i = E + 1
     onnx.save(model, os.path.join(HERE, "bad_k.onnx"))
+    # and an activation Loom does not import (ONNX Runtime's fused swiglu).
+    for node in model.graph.node:
+        for a in node.attribute:
+            if node.op_type == "MoE" and a.name == "k":
+                a.i = K
+            if node.op_type == "MoE" and a.name == "activation_type":
+                a.s = b"swiglu"
+    onnx.save(model, os.path.join(HERE, "bad_activation.onnx"))
 
     configs = {
         "top_k": dict(),
