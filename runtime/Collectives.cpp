@@ -357,24 +357,37 @@ void allReduceValues(loom::comm::Communicator *c, std::vector<float> &values,
   }
 }
 
+/// The communicator a collective over `group` runs on, or null when it has
+/// nothing to exchange: after an earlier failure, or in a group of one
+/// (where `dst` receives `src`).
+template <typename T>
+loom::comm::Communicator *exchangeOrCopy(const View<T> &src,
+                                         const View<T> &dst, int64_t group,
+                                         const char *what) {
+  if (!loom::rt::collectiveError.empty())
+    return nullptr;
+  bool alone;
+  loom::comm::Communicator *c = communicatorFor(group, what, alone);
+  if (alone) {
+    dst.unpack(src.packed());
+    return nullptr;
+  }
+  return c;
+}
+
 /// out = the group's `in` concatenated along `dim` in rank order (bf16 and
 /// fp16 travel as f32: no reduction rounds them).
 template <typename T>
 void allGather(Unranked *in, Unranked *out, int64_t dim, int64_t group) {
   int64_t groupSize = group & 0xffffffff;
   using namespace loom;
-  if (!rt::collectiveError.empty())
-    return;
   View<T> src(*in), dst(*out);
-  std::vector<float> mine = src.packed();
-  bool alone;
-  comm::Communicator *c = communicatorFor(group, "all-gather", alone);
-  if (alone) {
-    dst.unpack(mine);
+  comm::Communicator *c = exchangeOrCopy(src, dst, group, "all-gather");
+  if (!c)
     return;
-  }
+  std::vector<float> mine = src.packed();
   std::vector<float> blocks(mine.size() * (size_t)groupSize);
-  if (!c || !guarded([&] {
+  if (!guarded([&] {
         c->allGather(mine.data(), blocks.data(), mine.size());
       }))
     return;
@@ -388,6 +401,43 @@ void allGather(Unranked *in, Unranked *out, int64_t dim, int64_t group) {
     });
 }
 
+/// Splits `in` along `splitDim` into one piece per rank of the group, sends
+/// piece r to rank r and concatenates the pieces received along
+/// `concatDim` in rank order (bf16 and fp16 travel as f32).
+template <typename T>
+void allToAll(Unranked *in, Unranked *out, int64_t splitDim, int64_t concatDim,
+              int64_t group) {
+  int64_t groupSize = group & 0xffffffff;
+  using namespace loom;
+  View<T> src(*in), dst(*out);
+  comm::Communicator *c = exchangeOrCopy(src, dst, group, "all-to-all");
+  if (!c)
+    return;
+  // The shape of one piece; piece r (rows [r * n, (r + 1) * n) of
+  // splitDim) is packed contiguously at r * block.
+  View<T> piece = src;
+  int64_t n = src.sizes[splitDim] / groupSize;
+  piece.sizes[splitDim] = n;
+  size_t block = piece.count();
+  std::vector<float> packed(block * (size_t)groupSize),
+      received(packed.size());
+  src.forEachIndex([&](const std::vector<int64_t> &index) {
+    std::vector<int64_t> local = index;
+    local[splitDim] = index[splitDim] % n;
+    packed[(size_t)(index[splitDim] / n) * block + piece.linear(local)] =
+        src.get(index);
+  });
+  if (!guarded([&] { c->allToAll(packed.data(), received.data(), block); }))
+    return;
+  size_t i = 0;
+  for (int64_t r = 0; r < groupSize; ++r)
+    piece.forEachIndex([&](const std::vector<int64_t> &index) {
+      std::vector<int64_t> at = index;
+      at[concatDim] += r * piece.sizes[concatDim];
+      dst.set(at, received[i++]);
+    });
+}
+
 /// out = this rank's slice along `dim` (rank r keeps [r * n, (r + 1) * n),
 /// n = out's size there) of the group's `in` combined by `reduction`.
 template <typename T>
@@ -395,15 +445,8 @@ void reduceScatter(Unranked *in, Unranked *out, int64_t dim, int64_t reduction,
                    int64_t group) {
   int64_t groupSize = group & 0xffffffff;
   using namespace loom;
-  if (!rt::collectiveError.empty())
-    return;
   View<T> src(*in), dst(*out);
-  bool alone;
-  comm::Communicator *c = communicatorFor(group, "reduce-scatter", alone);
-  if (alone) {
-    dst.unpack(src.packed());
-    return;
-  }
+  comm::Communicator *c = exchangeOrCopy(src, dst, group, "reduce-scatter");
   comm::ReduceOp op;
   if (!c || !reduceOpOf(reduction, op))
     return;
@@ -655,6 +698,11 @@ std::string finishPointToPoint() {
   extern "C" LOOM_API void _mlir_ciface_loom_rt_all_gather_##SUFFIX(          \
       Unranked *in, Unranked *out, int64_t dim, int64_t group) {               \
     allGather<T>(in, out, dim, group);                                         \
+  }                                                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_to_all_##SUFFIX(          \
+      Unranked *in, Unranked *out, int64_t splitDim, int64_t concatDim,        \
+      int64_t group) {                                                         \
+    allToAll<T>(in, out, splitDim, concatDim, group);                          \
   }                                                                            \
   extern "C" LOOM_API void _mlir_ciface_loom_rt_reduce_scatter_##SUFFIX(      \
       Unranked *in, Unranked *out, int64_t dim, int64_t reduction,             \

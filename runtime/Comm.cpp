@@ -5,6 +5,7 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
@@ -368,6 +369,15 @@ public:
       options.setInput(const_cast<float *>(in), count);
       options.setOutput(out, count * (size_t)size());
       gloo::allgather(stamped(options));
+    });
+  }
+
+  void allToAll(const float *in, float *out, size_t count) override {
+    run("all_to_all", count, [&] {
+      gloo::AlltoallOptions options(context);
+      options.setInput(const_cast<float *>(in), count * (size_t)size());
+      options.setOutput(out, count * (size_t)size());
+      gloo::alltoall(stamped(options));
     });
   }
 

@@ -83,6 +83,9 @@ public:
   }
   /// out[r * count + i] = in[i] of rank r.
   virtual void allGather(const float *in, float *out, size_t count) = 0;
+  /// out[r * count + i] = in[rank() * count + i] of rank r: block r of
+  /// `in` goes to rank r.
+  virtual void allToAll(const float *in, float *out, size_t count) = 0;
   /// out[i] = sum over ranks of in[rank() * count + i].
   virtual void reduceScatterSum(const float *in, float *out, size_t count) = 0;
   /// data = data of `root`.

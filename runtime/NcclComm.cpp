@@ -115,6 +115,22 @@ public:
   void allGather(const float *in, float *out, size_t count) override {
     run("all_gather", ncclAllGather(in, out, count, ncclFloat, comm, stream));
   }
+  void allToAll(const float *in, float *out, size_t count) override {
+    // One grouped send and receive per peer (NCCL has no all-to-all call).
+    if (!comm)
+      throw Error(where("all_to_all: the communicator was aborted"));
+    checkNccl(ncclGroupStart(), "all_to_all");
+    for (int r = 0; r < size(); ++r) {
+      checkNccl(ncclSend(in + (size_t)r * count, count, ncclFloat, r, comm,
+                         stream),
+                "all_to_all");
+      checkNccl(ncclRecv(out + (size_t)r * count, count, ncclFloat, r, comm,
+                         stream),
+                "all_to_all");
+    }
+    checkNccl(ncclGroupEnd(), "all_to_all");
+    await("all_to_all", /*onStream=*/true);
+  }
   void reduceScatterSum(const float *in, float *out, size_t count) override {
     run("reduce_scatter",
         ncclReduceScatter(in, out, count, ncclFloat, ncclSum, comm, stream));

@@ -50,12 +50,18 @@ struct Layer {
   Value reshape(Value v, ArrayRef<int64_t> shape) {
     return ReshapeOp::create(b, loc, typeOf(v).clone(shape), v);
   }
-  Value column(Value v, int64_t j) { // [N, k] -> [N]
+  Value column(Value v, int64_t j) { // [..., k] -> [...], entry j
     auto type = typeOf(v);
-    Value col = SliceOp::create(b, loc, v, ArrayRef<int64_t>{0, j},
-                                ArrayRef<int64_t>{type.getDimSize(0), j + 1},
-                                ArrayRef<int64_t>{1, 1});
-    return reshape(col, {type.getDimSize(0)});
+    int64_t rank = type.getRank();
+    SmallVector<int64_t> starts(rank, 0), limits(type.getShape()),
+        steps(rank, 1);
+    starts.back() = j;
+    limits.back() = j + 1;
+    Value col = SliceOp::create(b, loc, v, starts, limits, steps);
+    return reshape(col, type.getShape().drop_back());
+  }
+  Value transpose(Value v, ArrayRef<int64_t> perm) {
+    return TransposeOp::create(b, loc, v, perm);
   }
   Value add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
   Value mul(Value x, Value y) { return MulOp::create(b, loc, x, y); }
@@ -89,12 +95,16 @@ struct Layer {
 };
 
 /// The experts on their rows: `rows` is `[N, D]` (every expert sees every
-/// token) or `[E, R, D]`; returns `[E, R, D]`.
+/// token) or `[E, R, D]`; returns `[E, R, D]`. The products that read
+/// `rows` are marked `loom.moe_expert_input`, and for `[E, R, D]` rows the
+/// op computing the result `loom.moe_expert_output`: expert parallelism
+/// (ShardInputs.cpp) fixes the layouts of these values.
 Value runExperts(Layer &c, MoeOp op, Value rows) {
   int64_t e = op.getNumExperts(), h = op.getHiddenSize(),
           d = op.getInput().getType().getDimSize(1);
   auto projection = [&](Value w, Value bias, int64_t width) {
     Value y = c.matmul(rows, w, false, true);
+    y.getDefiningOp()->setAttr(kMoeExpertInputAttr, c.b.getUnitAttr());
     if (bias)
       y = c.add(y, c.reshape(bias, {e, 1, width}));
     return y;
@@ -106,6 +116,9 @@ Value runExperts(Layer &c, MoeOp op, Value rows) {
   Value out = c.matmul(hidden, op.getFc2Weight(), false, true);
   if (op.getFc2Bias())
     out = c.add(out, c.reshape(op.getFc2Bias(), {e, 1, d}));
+  if (c.typeOf(rows).getRank() == 3)
+    out.getDefiningOp()->setAttr(kMoeExpertOutputAttr,
+                                 c.b.getI64IntegerAttr(op.getGroups()));
   return out;
 }
 
@@ -133,6 +146,23 @@ Value zLoss(Layer &c, Value logits) {
                               ArrayRef<int64_t>{}, false);
 }
 
+/// Dispatched rows `[G, E * C, D]` (group-major) as the experts' rows
+/// `[E, G * C, D]`, and back.
+Value toExpertMajor(Layer &c, Value rows, int64_t g, int64_t e, int64_t cap,
+                    int64_t d) {
+  if (g == 1)
+    return c.reshape(rows, {e, cap, d});
+  Value grouped = c.reshape(rows, {g, e, cap, d});
+  return c.reshape(c.transpose(grouped, {1, 0, 2, 3}), {e, g * cap, d});
+}
+Value toGroupMajor(Layer &c, Value rows, int64_t g, int64_t e, int64_t cap,
+                   int64_t d) {
+  if (g == 1)
+    return c.reshape(rows, {1, e * cap, d});
+  Value byExpert = c.reshape(rows, {e, g, cap, d});
+  return c.reshape(c.transpose(byExpert, {1, 0, 2, 3}), {g, e * cap, d});
+}
+
 MoeExpansion expand(Layer &c, MoeOp op) {
   MoeExpansion out;
   int64_t n = op.getNumTokens(), e = op.getNumExperts(), k = op.getK(),
@@ -141,28 +171,38 @@ MoeExpansion expand(Layer &c, MoeOp op) {
   Value x = op.getInput();
   Value probs = SoftmaxOp::create(c.b, c.loc, op.getRouterLogits(), 1);
   Value balance;
+  // The capacity routings route each group of s tokens on its own.
+  int64_t g = op.getGroups(), s = n / g;
 
   if (op.getRouting() == MoeRouting::ExpertChoice) {
-    // Each expert takes its C most probable tokens.
+    // Each expert takes its C most probable tokens of each group.
     int64_t capacity = op.getCapacity();
-    Value byExpert = TransposeOp::create(c.b, c.loc, probs,
-                                         ArrayRef<int64_t>{1, 0});
-    auto top = TopKOp::create(c.b, c.loc, byExpert, capacity, 1, true);
-    Value pick = c.reshape(c.oneHot(top.getIndices(), n, c.element),
-                           {e * capacity, n}); // [E*C, N]
-    Value rows = c.reshape(c.matmul(pick, x, false, false), {e, capacity, d});
-    Value experts = c.reshape(runExperts(c, op, rows), {e * capacity, d});
-    Value combine = c.mul(pick, c.reshape(top.getValues(), {e * capacity, 1}));
-    out.result = c.matmul(combine, experts, true, false);
-    out.load = c.constant({2, e}, f32, (double)capacity);
+    Value byExpert =
+        c.transpose(c.reshape(probs, {g, s, e}), {0, 2, 1}); // [G, E, S]
+    auto top = TopKOp::create(c.b, c.loc, byExpert, capacity, 2, true);
+    Value pick = c.reshape(c.oneHot(top.getIndices(), s, c.element),
+                           {g, e * capacity, s}); // [G, E*C, S]
+    Value rows = c.matmul(pick, c.reshape(x, {g, s, d}), false, false);
+    Value experts = toGroupMajor(
+        c,
+        runExperts(c, op, toExpertMajor(c, rows, g, e, capacity, d)), g, e,
+        capacity, d); // [G, E*C, D]
+    Value combine =
+        c.mul(pick, c.reshape(top.getValues(), {g, e * capacity, 1}));
+    out.result =
+        c.reshape(c.matmul(combine, experts, true, false), {n, d});
+    out.load = c.constant({2, e}, f32, (double)(capacity * g));
   } else {
-    auto top = TopKOp::create(c.b, c.loc, probs, k, 1, true);
-    Value gates = top.getValues(); // [N, k]
+    bool model = op.getRouting() == MoeRouting::TopK;
+    // The model's own routing has one group (the verifier sees to it).
+    Value grouped = model ? probs : c.reshape(probs, {g, s, e});
+    auto top = TopKOp::create(c.b, c.loc, grouped, k, model ? 1 : 2, true);
+    Value gates = top.getValues(); // [N, k] or [G, S, k]
     if (op.getNormalize())
-      gates = c.div(gates, c.sum(gates, {1}, true));
-    // One [N, E] mask per choice rank j (first choices first). Counts are
-    // f32 (exact up to 2^24 tokens), which collectives over a data-parallel
-    // token dimension support.
+      gates = c.div(gates, c.sum(gates, {model ? 1 : 2}, true));
+    // One mask per choice rank j (first choices first), `[N, E]` or
+    // `[G, S, E]`. Counts are f32 (exact up to 2^24 tokens), which
+    // collectives over a data-parallel token dimension support.
     SmallVector<Value> masks;
     Value chosen;
     for (int64_t j = 0; j < k; ++j) {
@@ -170,56 +210,59 @@ MoeExpansion expand(Layer &c, MoeOp op) {
       chosen = chosen ? c.add(chosen, masks.back()) : masks.back();
     }
     if (op.getAuxLossValue() > 0)
-      balance = balanceLoss(c, chosen, probs, n, k, e);
+      balance = balanceLoss(c, model ? chosen : c.reshape(chosen, {n, e}),
+                            probs, n, k, e);
 
-    if (op.getRouting() == MoeRouting::TopK) {
+    if (model) {
       // Every expert on every token; the gates are zero off the top k.
       Value gate; // [N, E]
       for (int64_t j = 0; j < k; ++j) {
-        Value g = c.mul(c.convert(masks[j], c.element),
-                        c.reshape(c.column(gates, j), {n, 1}));
-        gate = gate ? c.add(gate, g) : g;
+        Value gj = c.mul(c.convert(masks[j], c.element),
+                         c.reshape(c.column(gates, j), {n, 1}));
+        gate = gate ? c.add(gate, gj) : gj;
       }
       Value experts = runExperts(c, op, x); // [E, N, D]
-      Value weights = c.reshape(
-          TransposeOp::create(c.b, c.loc, gate, ArrayRef<int64_t>{1, 0}),
-          {e, n, 1});
+      Value weights = c.reshape(c.transpose(gate, {1, 0}), {e, n, 1});
       out.result = c.sum(c.mul(experts, weights), {0}, false);
       Value routed = c.reshape(c.sum(chosen, {0}, false), {1, e});
       out.load = ConcatOp::create(c.b, c.loc, ValueRange{routed, routed},
                                   (uint64_t)0);
     } else {
       // Token choice: the position of a token in its expert's buffer counts
-      // the earlier assignments to that expert, all first choices before
-      // any second choice; positions at or past the capacity are dropped
-      // (one_hot of an index out of range is all zeros).
+      // the earlier assignments of its group to that expert, all first
+      // choices before any second choice; positions at or past the capacity
+      // are dropped (one_hot of an index out of range is all zeros).
       int64_t capacity = op.getCapacity();
-      Value before = c.constant({1, e}, f32, 0);
-      Value full = c.constant({n, e}, f32, (double)capacity);
+      Value before = c.constant({g, 1, e}, f32, 0);
+      Value full = c.constant({g, s, e}, f32, (double)capacity);
       Value one = c.constant({}, f32, 1);
-      Value dispatch, combine; // [N, E, C]
+      Value dispatch, combine; // [G, S, E, C]
       for (int64_t j = 0; j < k; ++j) {
         Value position =
-            c.add(CumSumOp::create(c.b, c.loc, masks[j], 0, true, false),
+            c.add(CumSumOp::create(c.b, c.loc, masks[j], 1, true, false),
                   before);
-        before = c.add(before, c.sum(masks[j], {0}, true));
+        before = c.add(before, c.sum(masks[j], {1}, true));
         Value taken = EqualOp::create(c.b, c.loc, masks[j], one);
         Value slot = WhereOp::create(c.b, c.loc, taken, position, full);
         Value hot = c.oneHot(c.convert(slot, i64), capacity, c.element);
         Value weighted =
-            c.mul(hot, c.reshape(c.column(gates, j), {n, 1, 1}));
+            c.mul(hot, c.reshape(c.column(gates, j), {g, s, 1, 1}));
         dispatch = dispatch ? c.add(dispatch, hot) : hot;
         combine = combine ? c.add(combine, weighted) : weighted;
       }
-      Value pick = c.reshape(dispatch, {n, e * capacity});
-      Value rows =
-          c.reshape(c.matmul(pick, x, true, false), {e, capacity, d});
-      Value experts = c.reshape(runExperts(c, op, rows), {e * capacity, d});
-      out.result = c.matmul(c.reshape(combine, {n, e * capacity}), experts,
-                            false, false);
-      Value routed = c.reshape(c.sum(chosen, {0}, false), {1, e});
+      Value pick = c.reshape(dispatch, {g, s, e * capacity});
+      Value rows = c.matmul(pick, c.reshape(x, {g, s, d}), true, false);
+      Value experts = toGroupMajor(
+          c,
+          runExperts(c, op, toExpertMajor(c, rows, g, e, capacity, d)), g,
+          e, capacity, d); // [G, E*C, D]
+      out.result = c.reshape(
+          c.matmul(c.reshape(combine, {g, s, e * capacity}), experts, false,
+                   false),
+          {n, d});
+      Value routed = c.reshape(c.sum(chosen, {0, 1}, false), {1, e});
       Value kept = c.reshape(
-          c.convert(c.sum(dispatch, {0, 2}, false), f32), {1, e});
+          c.convert(c.sum(dispatch, {0, 1, 3}, false), f32), {1, e});
       out.load = ConcatOp::create(c.b, c.loc, ValueRange{routed, kept},
                                   (uint64_t)0);
     }
@@ -267,4 +310,17 @@ SmallVector<MoeExpansion> mlir::loom::expandMoeLayers(Operation *root) {
     op.erase();
   }
   return expansions;
+}
+
+SmallVector<BlockArgument> mlir::loom::expertParameters(MoeOp op) {
+  SmallVector<BlockArgument> params;
+  for (Value v : {op.getFc1Weight(), op.getFc1Bias(), op.getFc2Weight(),
+                  op.getFc2Bias(), op.getFc3Weight(), op.getFc3Bias()}) {
+    while (v && v.getDefiningOp<CastOp>())
+      v = v.getDefiningOp<CastOp>().getInput();
+    if (auto arg = dyn_cast_or_null<BlockArgument>(v))
+      if (!llvm::is_contained(params, arg))
+        params.push_back(arg);
+  }
+  return params;
 }

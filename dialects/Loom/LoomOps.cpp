@@ -1049,6 +1049,13 @@ LogicalResult MoeOp::verify() {
   }
   if (!(getAuxLossValue() >= 0) || !(getZLossValue() >= 0))
     return emitOpError("loss coefficients must be non-negative");
+  int64_t groups = getGroups();
+  if (groups < 1 || n % groups != 0)
+    return emitOpError("groups = ")
+           << groups << " must be positive and divide the " << n << " tokens";
+  if (groups > 1 && getRouting() == MoeRouting::TopK)
+    return emitOpError("top_k routing keeps every token; routing groups "
+                       "need token_choice or expert_choice routing");
   if (getAuxLossValue() > 0 && getRouting() == MoeRouting::ExpertChoice)
     return emitOpError("expert_choice routing balances load by construction "
                        "and takes no load-balancing loss");
@@ -1056,7 +1063,8 @@ LogicalResult MoeOp::verify() {
 }
 
 int64_t MoeOp::getCapacity() {
-  int64_t n = getNumTokens(), e = getNumExperts();
+  int64_t n = getNumTokens() / std::max<int64_t>(1, getGroups()),
+          e = getNumExperts();
   double c = getCapacityFactorValue();
   switch (getRouting()) {
   case MoeRouting::TopK:
@@ -1077,8 +1085,13 @@ int64_t MoeOp::getFlops() {
   int64_t projections = getFc3Weight() ? 3 : 2;
   // Rows the experts run: every token for top_k (the dense form), else the
   // capacity slots, which one-hot products dispatch and combine.
-  int64_t rows = e * getCapacity();
-  int64_t moved = getRouting() == MoeRouting::TopK ? 0 : 2 * 2 * n * rows * d;
+  int64_t rows = e * getCapacity() *
+                 (getRouting() == MoeRouting::TopK ? 1 : getGroups());
+  // One-hot products over each group's tokens.
+  int64_t moved = getRouting() == MoeRouting::TopK
+                      ? 0
+                      : 2 * 2 * (n / std::max<int64_t>(1, getGroups())) *
+                            rows * d;
   return 6 * n * e + rows * (2 * projections * d * h + 4 * h) + moved;
 }
 

@@ -717,6 +717,15 @@ def Loom_MoeOp : Loom_Op<"moe", [Pure, AttrSizedOperandSegments,
       it, weighted by that probability; a token may go to any number of
       experts. `k` is not used.
 
+    With `groups` = G > 1 the capacity routings route each of G contiguous
+    groups of N / G tokens on its own (GShard's groups): the capacity is
+    that of a group's tokens, token choice counts positions within the
+    group, and expert choice takes each expert's top tokens of the group.
+    Expert parallelism with G equal to the ranks the batch is split over
+    routes every rank's tokens where they are and moves only each rank's
+    expert buffers (all-to-all); with G = 1 the routing is the whole
+    batch's.
+
     `aux_loss` and `z_loss` are coefficients of Switch's load-balancing loss
     (`E * sum_e f_e * P_e`, `f_e` the share of top-k assignments to expert e,
     `P_e` its mean probability) and of the router z-loss (mean over tokens of
@@ -740,7 +749,8 @@ def Loom_MoeOp : Loom_Op<"moe", [Pure, AttrSizedOperandSegments,
                        I64Attr:$k, UnitAttr:$normalize,
                        DefaultValuedAttr<F64Attr, "0.0">:$capacity_factor,
                        DefaultValuedAttr<F64Attr, "0.0">:$aux_loss,
-                       DefaultValuedAttr<F64Attr, "0.0">:$z_loss);
+                       DefaultValuedAttr<F64Attr, "0.0">:$z_loss,
+                       DefaultValuedAttr<I64Attr, "1">:$groups);
   let results = (outs Loom_FloatTensor:$result);
   let assemblyFormat = [{
     $routing $activation $input `,` $router_logits
@@ -755,7 +765,8 @@ def Loom_MoeOp : Loom_Op<"moe", [Pure, AttrSizedOperandSegments,
       return getRouterLogits().getType().getDimSize(1);
     }
     int64_t getHiddenSize() { return getFc1Weight().getType().getDimSize(1); }
-    /// Slots per expert: every token for `top_k`, else the capacity.
+    /// Slots per expert (in each group): every token for `top_k`, else the
+    /// capacity of a group's tokens.
     int64_t getCapacity();
     double getCapacityFactorValue() {
       return getCapacityFactor().convertToDouble();

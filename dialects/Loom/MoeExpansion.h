@@ -19,6 +19,22 @@
 
 namespace mlir::loom {
 
+/// Marks of the expansion's ops for expert parallelism: the products that
+/// read the experts' rows (operand 0: tokens `[N, D]` or dispatched rows
+/// `[E, G * C, D]`), and the op that computes dispatched rows' outputs (its
+/// value: the layer's routing groups G).
+inline constexpr llvm::StringLiteral kMoeExpertInputAttr =
+    "loom.moe_expert_input";
+inline constexpr llvm::StringLiteral kMoeExpertOutputAttr =
+    "loom.moe_expert_output";
+/// Marks the training step's arguments that are experts' weights or biases
+/// (stacked along dimension 0).
+inline constexpr llvm::StringLiteral kMoeExpertParamAttr = "loom.moe_expert";
+
+/// The parameters (arguments of the enclosing function, seen through
+/// casts) that `op` reads as stacked expert weights and biases.
+SmallVector<BlockArgument> expertParameters(MoeOp op);
+
 struct MoeExpansion {
   /// The layer's output, `[N, D]`.
   Value result;

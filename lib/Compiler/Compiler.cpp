@@ -106,15 +106,19 @@ OwningOpRef<ModuleOp> mlir::loom::loadModel(MLIRContext &context,
 }
 
 std::optional<int64_t>
-mlir::loom::pipelineStages(const CompilerOptions &options) {
+mlir::loom::meshAxisSize(const CompilerOptions &options, StringRef axis) {
   for (StringRef part : llvm::split(StringRef(options.mesh), ',')) {
     auto [name, size] = part.split('=');
     int64_t value;
-    if (name.trim() == options.pipelineAxis &&
-        !size.trim().getAsInteger(10, value))
+    if (name.trim() == axis && !size.trim().getAsInteger(10, value))
       return value;
   }
   return std::nullopt;
+}
+
+std::optional<int64_t>
+mlir::loom::pipelineStages(const CompilerOptions &options) {
+  return meshAxisSize(options, options.pipelineAxis);
 }
 
 /// The memory one rank's process holds for the training step (or the first
@@ -242,6 +246,7 @@ static LogicalResult partitionAndLower(ModuleOp module,
     shard.tpPlan = options.tpPlan;
     shard.tpAxis = options.tpAxis;
     shard.sequenceParallel = options.sequenceParallel;
+    shard.expertAxis = options.expertAxis;
     pm.addPass(createLoomShardInputsPass(shard));
     pm.addPass(createLoomPropagateShardingPass());
     LoomPartitionPassOptions partition;
@@ -444,12 +449,20 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     PassManager pm(module.get()->getName());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
+    if (options.raiseMoe) {
+      LoomRaiseMoePassOptions raise;
+      raise.report = options.report;
+      pm.addPass(createLoomRaiseMoePass(raise));
+    }
     LoomMoeRoutingPassOptions routing;
     routing.routing = options.moeRouting;
     routing.capacityFactor = options.capacityFactor;
     routing.auxLoss = options.moeAuxLoss;
     routing.zLoss = options.moeZLoss;
+    routing.groups = options.moeGroups;
     routing.report = options.report;
+    routing.expertParallel =
+        meshAxisSize(options, options.expertAxis).value_or(1);
     pm.addPass(createLoomMoeRoutingPass(routing));
     if (failed(pm.run(*module)))
       return failure();

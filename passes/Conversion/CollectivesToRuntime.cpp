@@ -12,7 +12,8 @@
 //
 // and likewise all_gather (`loom_rt_all_gather_f32(in, out, gather_dim,
 // group)`), reduce_scatter (`loom_rt_reduce_scatter_f32(in, out,
-// scatter_dim, reduction, group)`) and all_reduce_start; wait becomes
+// scatter_dim, reduction, group)`), all_to_all (`loom_rt_all_to_all_f32(in,
+// out, split_dim, concat_dim, group)`) and all_reduce_start; wait becomes
 // `loom_rt_wait_f32(buffer)`. bf16 and f16 tensors call the `_bf16` and
 // `_f16` functions. An optimization barrier becomes its operand's buffer
 // (no code), and block_index (a rank's block number along
@@ -95,6 +96,11 @@ KernelCall kernelFor(AllGatherOp op) {
 KernelCall kernelFor(ReduceScatterOp op) {
   return {"loom_rt_reduce_scatter",
           {(int64_t)op.getScatterDim(), (int64_t)op.getReduction()}};
+}
+
+KernelCall kernelFor(AllToAllOp op) {
+  return {"loom_rt_all_to_all",
+          {(int64_t)op.getSplitDim(), (int64_t)op.getConcatDim()}};
 }
 
 KernelCall kernelFor(AllReduceStartOp op) {
@@ -396,6 +402,7 @@ void mlir::loom::registerCollectiveBufferizationModels(
         *context);
     ReduceScatterOp::attachInterface<
         CollectiveBufferization<ReduceScatterOp>>(*context);
+    AllToAllOp::attachInterface<CollectiveBufferization<AllToAllOp>>(*context);
     AllReduceStartOp::attachInterface<
         CollectiveBufferization<AllReduceStartOp>>(*context);
     WaitOp::attachInterface<WaitBufferization>(*context);

@@ -2008,13 +2008,13 @@ struct ConvertLoomToLinalgPass
       return signalPassFailure();
     }
     // What is left has no CPU lowering yet; say which ops, where. All-reduce,
-    // all-gather, reduce-scatter and local blocks become runtime calls
+    // all-gather, reduce-scatter, all-to-all and local blocks become runtime calls
     // during bufferization, and optimization barriers their operand's buffer
     // (CollectivesToRuntime.cpp).
     bool failedAny = false;
     getOperation().walk([&](Operation *op) {
       if (isa<LoomDialect>(op->getDialect()) &&
-          !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp,
+          !isa<MeshOp, AllReduceOp, AllGatherOp, ReduceScatterOp, AllToAllOp,
                AllReduceStartOp, WaitOp, BlockIndexOp, SendOp, RecvOp,
                OptimizationBarrierOp>(op)) {
         op->emitOpError() << "has no CPU lowering yet";

@@ -349,6 +349,14 @@ struct LoomBuildTrainStepPass
     unrollRecurrentLayers(train);
     // Mixture-of-experts layers as their routing, dispatch and experts; their
     // load-balancing and router z-losses join the training loss.
+    // Their stacked expert weights are marked for expert parallelism
+    // (loom-shard-inputs splits them over the expert axis).
+    train.walk([&](MoeOp moe) {
+      for (BlockArgument arg : expertParameters(moe))
+        if (train.getArgAttr(arg.getArgNumber(), "loom.param"))
+          train.setArgAttr(arg.getArgNumber(), kMoeExpertParamAttr,
+                           UnitAttr::get(train.getContext()));
+    });
     SmallVector<MoeExpansion> experts = expandMoeLayers(train);
     for (MoeExpansion &layer : experts) {
       if (!layer.auxLoss)

@@ -175,6 +175,9 @@ struct LoomMemoryReportPass
       else if (auto c = dyn_cast<ReduceScatterOp>(op))
         note("reduce_scatter", c.getMeshAxes(),
              detail::tensorBytes(c.getInput().getType()));
+      else if (auto c = dyn_cast<AllToAllOp>(op))
+        note("all_to_all", c.getMeshAxes(),
+             detail::tensorBytes(c.getInput().getType()));
     });
     os << "collectives per call (kind, mesh axes: count x bytes each):\n";
     int64_t total = 0;

@@ -52,7 +52,7 @@ struct LoomMoeRoutingPass
     SmallVector<MoeOp> layers;
     module.walk([&](MoeOp op) { layers.push_back(op); });
     bool flagged = routing != "model" || capacityFactor != 0 || auxLoss != 0 ||
-                   zLoss != 0;
+                   zLoss != 0 || groups != 1;
     if (layers.empty()) {
       if (flagged) {
         module.emitError("MoE routing options were given but the model has "
@@ -69,6 +69,14 @@ struct LoomMoeRoutingPass
                              "(the model's own routing drops no token)");
       return signalPassFailure();
     }
+    if (groups < 1 || (groups > 1 && routing == "model")) {
+      module.emitError(groups < 1
+                           ? "the number of routing groups must be positive"
+                           : "routing groups need --moe-routing=token-choice "
+                             "or expert-choice (the model's own routing "
+                             "drops no token)");
+      return signalPassFailure();
+    }
     if (auxLoss < 0 || zLoss < 0) {
       module.emitError("MoE loss coefficients must be non-negative");
       return signalPassFailure();
@@ -82,6 +90,7 @@ struct LoomMoeRoutingPass
                                                                : 1.25;
         op.setRouting(*chosen);
         op.setCapacityFactorAttr(b.getF64FloatAttr(factor));
+        op.setGroups(groups);
       }
       if (auxLoss != 0)
         op.setAuxLossAttr(b.getF64FloatAttr(auxLoss));
@@ -89,6 +98,27 @@ struct LoomMoeRoutingPass
         op.setZLossAttr(b.getF64FloatAttr(zLoss));
       if (failed(op.verify()))
         return signalPassFailure();
+      if (expertParallel > 1) {
+        Value fc1 = op.getFc1Weight();
+        while (auto cast = fc1.getDefiningOp<CastOp>())
+          fc1 = cast.getInput();
+        if (!isa<BlockArgument>(fc1)) {
+          op.emitError("expert parallelism splits stacked expert weights (one "
+                       "[experts, ...] parameter per kind, as "
+                       "com.microsoft.MoE has them); this layer's experts "
+                       "have parameters of their own (a dense export raised "
+                       "to loom.moe)");
+          return signalPassFailure();
+        }
+      }
+      if (expertParallel > 1 && op.getNumExperts() % expertParallel != 0) {
+        op.emitError() << "the mixture-of-experts layer has "
+                       << op.getNumExperts()
+                       << " experts, which expert parallelism cannot split "
+                          "evenly over "
+                       << (int64_t)expertParallel << " ranks";
+        return signalPassFailure();
+      }
     }
 
     if (!report)
@@ -114,6 +144,10 @@ struct LoomMoeRoutingPass
                                      "expert",
                                      op.getCapacityFactorValue(),
                                      (long long)op.getCapacity())
+                     << (op.getGroups() > 1
+                             ? " in each of " + std::to_string(op.getGroups()) +
+                                   " groups"
+                             : std::string())
                      << (op.getRouting() == MoeRouting::TokenChoice
                              ? ", k = " + std::to_string(op.getK())
                              : std::string())
@@ -125,6 +159,22 @@ struct LoomMoeRoutingPass
         llvm::outs() << llvm::format(", z-loss %g",
                                      op.getZLossValue());
       llvm::outs() << ", " << params / e << " parameter bytes per expert\n";
+      if (expertParallel > 1) {
+        int64_t local = e / expertParallel;
+        llvm::outs() << "    expert parallelism over "
+                     << (int64_t)expertParallel
+                     << " ranks, " << local << " expert"
+                     << (local == 1 ? "" : "s") << " each:";
+        for (int64_t r = 0; r < expertParallel; ++r) {
+          llvm::outs() << (r ? ", " : " ") << "rank " << r << " holds ";
+          if (local == 1)
+            llvm::outs() << "expert " << r;
+          else
+            llvm::outs() << "experts " << r * local << "-"
+                         << (r + 1) * local - 1;
+        }
+        llvm::outs() << "\n";
+      }
     }
   }
 };

@@ -7,7 +7,8 @@
 // * an operand split differently from what the op's sharding rule needs is
 //   gathered (`loom.all_gather`) along the dimensions it must have whole,
 //   and a whole one that must be split takes its block (`loom.local_block`,
-//   or a smaller splat constant);
+//   or a smaller splat constant); mesh axes that move from one dimension to
+//   another do so with one `loom.all_to_all`;
 // * an op that sums over a split factor (a contraction over the batch, a
 //   reduce_sum, a summed loss) leaves partial sums on every device. They are
 //   completed where they are used: by a `loom.all_reduce` (an average for
@@ -146,7 +147,8 @@ private:
   /// takes the local block of whole dimensions that must be split. The result
   /// is reused by later uses that want the same.
   FailureOr<Value> reshard(OpBuilder &b, Value value, const DimAxes &want,
-                           Operation *user, unsigned index) {
+                           Operation *user, unsigned index,
+                           bool scatter = false) {
     Held held = heldOf(value);
     if (held.partial.empty() && held.dims == want)
       return value;
@@ -160,25 +162,42 @@ private:
     DimAxes cur = held.dims;
     if (!held.partial.empty()) {
       auto kind = ReductionKindAttr::get(context, held.kind);
-      ArrayAttr axes = toArrayAttr(context, held.partial);
-      auto type = cast<RankedTensorType>(value.getType());
-      std::optional<unsigned> scatterDim;
-      for (unsigned d = 0; d < cur.size() && reduceScatter; ++d)
-        if (cur[d].empty() && want[d] == held.partial &&
-            type.getDimSize(d) % groupSize(mesh, held.partial) == 0) {
-          scatterDim = d;
-          break;
-        }
-      if (scatterDim) {
+      // A dimension that `want` splits over partial axes beyond the ones
+      // it is split over already takes its block of the sum: a
+      // reduce-scatter over those axes (`[dp]` wanted as `[dp, ep]` with
+      // partial sums over ep scatters over ep within the dp block). The
+      // axes left partial are then all-reduced.
+      Axes partial = held.partial;
+      for (unsigned d = 0; d < cur.size() && (reduceScatter || scatter);
+           ++d) {
+        ArrayRef<StringAttr> wanted = want[d];
+        if (wanted.size() <= cur[d].size() ||
+            wanted.take_front(cur[d].size()) != ArrayRef<StringAttr>(cur[d]))
+          continue;
+        Axes extra(wanted.begin() + cur[d].size(), wanted.end());
+        if (!llvm::all_of(extra, [&](StringAttr a) {
+              return llvm::is_contained(partial, a);
+            }))
+          continue;
+        auto type = cast<RankedTensorType>(value.getType());
+        if (type.getDimSize(d) % groupSize(mesh, extra) != 0)
+          continue;
         SmallVector<int64_t> shape(type.getShape());
-        shape[*scatterDim] /= groupSize(mesh, held.partial);
+        shape[d] /= groupSize(mesh, extra);
         value = ReduceScatterOp::create(b, loc, type.clone(shape), value,
-                                        meshRef, axes,
-                                        b.getI64IntegerAttr(*scatterDim), kind);
-        cur[*scatterDim] = held.partial;
-      } else {
-        value = AllReduceOp::create(b, loc, value, meshRef, axes, kind);
+                                        meshRef, toArrayAttr(context, extra),
+                                        b.getI64IntegerAttr(d), kind);
+        cur[d] = want[d];
+        llvm::erase_if(partial, [&](StringAttr a) {
+          return llvm::is_contained(extra, a);
+        });
+        have[value] = {cur, partial, held.kind};
+        if (partial.empty())
+          break;
       }
+      if (!partial.empty())
+        value = AllReduceOp::create(b, loc, value, meshRef,
+                                    toArrayAttr(context, partial), kind);
       have[value] = {cur, {}, ReductionKind::Sum};
     }
     for (unsigned d = 0; d < cur.size(); ++d) {
@@ -192,12 +211,43 @@ private:
               ArrayRef<StringAttr>(want[d]))
         keep = want[d];
       Axes gathered(cur[d].begin() + keep.size(), cur[d].end());
-      auto type = cast<RankedTensorType>(value.getType());
-      SmallVector<int64_t> shape(type.getShape());
-      shape[d] *= groupSize(mesh, gathered);
-      value = AllGatherOp::create(b, loc, type.clone(shape), value, meshRef,
-                                  toArrayAttr(context, gathered),
-                                  b.getI64IntegerAttr(d));
+      // Trailing axes leaving dimension d that another dimension e wants
+      // next move there with one all-to-all: each device sends the others
+      // their pieces of e and joins what it receives along d (the bytes of
+      // a gather, without the whole tensor on every device).
+      for (unsigned e = 0; e < cur.size(); ++e) {
+        ArrayRef<StringAttr> wanted = want[e];
+        if (e == d || wanted.size() <= cur[e].size() ||
+            wanted.take_front(cur[e].size()) != ArrayRef<StringAttr>(cur[e]))
+          continue;
+        ArrayRef<StringAttr> moved = wanted.drop_front(cur[e].size());
+        auto type = cast<RankedTensorType>(value.getType());
+        int64_t group = groupSize(mesh, moved);
+        if (moved.size() > gathered.size() ||
+            ArrayRef<StringAttr>(gathered).take_back(moved.size()) != moved ||
+            type.getDimSize(e) % group != 0)
+          continue;
+        SmallVector<int64_t> shape(type.getShape());
+        shape[d] *= group;
+        shape[e] /= group;
+        value = AllToAllOp::create(b, loc, type.clone(shape), value, meshRef,
+                                   toArrayAttr(context, moved),
+                                   b.getI64IntegerAttr(e),
+                                   b.getI64IntegerAttr(d));
+        cur[e] = want[e];
+        cur[d].resize(cur[d].size() - moved.size());
+        gathered.resize(gathered.size() - moved.size());
+        have[value] = {cur, {}, ReductionKind::Sum};
+        break;
+      }
+      if (!gathered.empty()) {
+        auto type = cast<RankedTensorType>(value.getType());
+        SmallVector<int64_t> shape(type.getShape());
+        shape[d] *= groupSize(mesh, gathered);
+        value = AllGatherOp::create(b, loc, type.clone(shape), value, meshRef,
+                                    toArrayAttr(context, gathered),
+                                    b.getI64IntegerAttr(d));
+      }
       cur[d] = keep;
       have[value] = {cur, {}, ReductionKind::Sum};
     }
@@ -246,6 +296,23 @@ private:
   /// partial, so the autodiff's accumulation of several gradient
   /// contributions costs one all-reduce, not one per contribution.
   bool keepPartial(Operation *op) {
+    // A reshape of a whole partial sum is the partial sum of the reshape:
+    // the sum is completed in the layout its uses want (expert
+    // parallelism's dispatch buffers, viewed as [experts, slots, features],
+    // are reduce-scattered over both dimensions).
+    if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+      Held held = heldOf(reshape.getInput());
+      if (held.partial.empty() || !isReplicated(held.dims))
+        return false;
+      OpBuilder b(op);
+      Operation *local = b.clone(*op);
+      local->removeAttr(kShardingAttr);
+      have[local->getResult(0)] = {replicated(reshape.getType()), held.partial,
+                                   held.kind};
+      op->getResult(0).replaceAllUsesWith(local->getResult(0));
+      op->erase();
+      return true;
+    }
     if (!isa<AddOp, SubOp, NegOp>(op) || op->getNumResults() != 1)
       return false;
     Held first = heldOf(op->getOperand(0));
@@ -281,7 +348,8 @@ private:
     if (auto shard = dyn_cast<ShardOp>(op)) {
       OpBuilder b(op);
       DimAxes want = dimAxesOf(shard.getSharding());
-      FailureOr<Value> local = reshard(b, shard.getInput(), want, op, 0);
+      FailureOr<Value> local =
+          reshard(b, shard.getInput(), want, op, 0, /*scatter=*/true);
       if (failed(local))
         return failure();
       shard.getResult().replaceAllUsesWith(*local);

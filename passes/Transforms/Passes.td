@@ -161,7 +161,15 @@ def LoomShardInputsPass : Pass<"loom-shard-inputs", "::mlir::ModuleOp"> {
        (every parameter argument gets `loom.tp_plan`, saying how it is split
        or why it stays replicated);
     3. every other data input split along dimension 0 over `data-axis` (when
-       the mesh has that axis; with `tp=4` alone, inputs are replicated);
+       the mesh has that axis; with `tp=4` alone, inputs are replicated) and
+       `expert-axis`;
+    3b. with `expert-axis` in the mesh (expert parallelism), the stacked
+       expert weights of mixture-of-experts layers (`loom.moe_expert`
+       arguments) split along the experts over it, and the experts' rows
+       pinned with `loom.shard`: dispatched `[E, C, D]` rows split along the
+       experts over `expert-axis` and the slots over `data-axis`, their
+       outputs gathered over `data-axis` only, tokens read by every expert
+       (the model's own routing) gathered over `expert-axis`;
     4. with `sequence-parallel`, the output of every embedding lookup (a
        `loom.gather` on axis 0 of a parameter table at [batch, sequence]
        token ids from a data input) gets a `loom.shard` splitting it along
@@ -210,6 +218,9 @@ def LoomShardInputsPass : Pass<"loom-shard-inputs", "::mlir::ModuleOp"> {
            "also split the embedding lookups' outputs along the sequence "
            "over tp-axis, so the layers outside the tensor-parallel regions "
            "run on sequence shards">,
+    Option<"expertAxis", "expert-axis", "std::string", "\"ep\"",
+           "the mesh axis mixture-of-experts layers split their experts "
+           "over (expert parallelism); the batch is split over it too">,
   ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
@@ -571,6 +582,37 @@ def LoomMoeRoutingPass : Pass<"loom-moe-routing", "::mlir::ModuleOp"> {
            "coefficient of the router z-loss">,
     Option<"report", "report", "bool", "false",
            "print the layers on stdout">,
+    Option<"groups", "groups", "int64_t", "1",
+           "routing groups of the capacity routings (each group of tokens "
+           "routed on its own; 1: the whole batch)">,
+    Option<"expertParallel", "expert-parallel", "int64_t", "1",
+           "ranks the experts are split over (the size of the mesh's "
+           "expert axis); every layer's experts must divide evenly">,
+  ];
+}
+
+def LoomRaiseMoePass : Pass<"loom-raise-moe", "::mlir::ModuleOp"> {
+  let summary = "turns dense mixture-of-experts exports into loom.moe";
+  let description = [{
+    Finds a `loom.top_k` over the experts of router probabilities (a
+    `loom.softmax` of `[tokens, experts]` logits), one expert network per
+    router column on the same tokens (`fc2(act(fc1 x + b1) [* (fc3 x + b3)])
+    + b2` over parameters; relu, gelu (also erf's exact form) or silu), and
+    the value that combines them: the ops after the top-k are evaluated on
+    random routing decisions and expert outputs, and the first value equal
+    to the sum of each token's chosen experts' outputs times their gates
+    (the top-k values, or renormalized over the k) is the layer's output.
+    The layer becomes one `loom.moe` (routing `top_k`) over the experts'
+    weights stacked along a new leading dimension (the parameters keep
+    their names and shapes); the dense ops are removed. How the combine is
+    written (masks in a loop over experts, one_hot masks, a gather of the
+    stacked outputs) does not matter. A top-k of probabilities that is not
+    such a layer stays as it is; with `report` each is listed with the
+    reason.
+  }];
+  let options = [
+    Option<"report", "report", "bool", "false",
+           "print the layers raised and the top-k ops left dense, with why">,
   ];
 }
 

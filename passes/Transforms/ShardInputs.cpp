@@ -10,8 +10,10 @@
 //   pattern that matches a name wins);
 // * the tensor-parallel plan (`tp-plan=auto`: Megatron's layouts found in
 //   the model, see TensorParallel.h) for the parameters the user left;
+// * expert parallelism (when the mesh has the expert axis): the stacked
+//   weights of mixture-of-experts layers split along the experts over it;
 // * data inputs split along dimension 0 over the data axis (when the mesh
-//   has one);
+//   has one) and the expert axis;
 // * optimizer state (`loom.state_of`) takes its parameter's sharding, and
 //   ZeRO (`zero`) adds the data axis to its dimension 0:
 //   - stage 1 and up split optimizer state, so each device updates its
@@ -26,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "dialects/Loom/MoeExpansion.h"
 #include "passes/Passes.h"
 #include "passes/Transforms/Sharding.h"
 #include "passes/Transforms/TensorParallel.h"
@@ -185,6 +188,75 @@ struct LoomShardInputsPass
     return lookups.size();
   }
 
+  /// Expert parallelism: the experts' rows are laid out as the split
+  /// experts need them (`loom.shard`). Dispatched rows `[E, C, D]` split
+  /// along the experts over the expert axis (and their slots over the data
+  /// axis where it divides them): each rank fills its tokens' slots, and
+  /// partitioning completes the partial buffers with a reduce-scatter to
+  /// the experts' ranks; the experts' outputs are then gathered over the
+  /// data axis only. Tokens `[N, D]` read by every expert (the model's own
+  /// routing) are gathered over the expert axis, so each rank runs its
+  /// experts on the tokens of its data-parallel group, and the weighted sum
+  /// over experts is reduce-scattered back to the tokens' ranks.
+  void pinExpertLayouts(func::FuncOp func, MeshAttr mesh,
+                        FlatSymbolRefAttr meshRef, bool hasDataAxis) {
+    MLIRContext *context = &getContext();
+    StringAttr ep = StringAttr::get(context, expertAxis);
+    StringAttr dp = StringAttr::get(context, dataAxis);
+    int64_t dpSize = hasDataAxis ? *mesh.getAxisSize(dataAxis) : 1;
+    auto pin = [&](OpBuilder &b, Location loc, Value value, DimAxes axes) {
+      return ShardOp::create(b, loc, value, toAttr(context, meshRef, axes))
+          .getResult();
+    };
+    DenseMap<Value, Value> pinned;
+    SmallVector<Operation *> inputs, outputs;
+    func.walk([&](Operation *op) {
+      if (op->hasAttr(kMoeExpertInputAttr))
+        inputs.push_back(op);
+      if (op->hasAttr(kMoeExpertOutputAttr))
+        outputs.push_back(op);
+    });
+    for (Operation *op : inputs) {
+      Value rows = op->getOperand(0);
+      auto type = cast<RankedTensorType>(rows.getType());
+      Value &to = pinned[rows];
+      if (!to) {
+        DimAxes axes = replicated(type);
+        unsigned slots = type.getRank() == 3 ? 1 : 0;
+        if (type.getRank() == 3)
+          axes[0].push_back(ep);
+        if (hasDataAxis && type.getDimSize(slots) % dpSize == 0)
+          axes[slots].push_back(dp);
+        OpBuilder b(context);
+        b.setInsertionPointAfterValue(rows);
+        to = pin(b, op->getLoc(), rows, axes);
+      }
+      op->setOperand(0, to);
+    }
+    for (Operation *op : outputs) {
+      Value out = op->getResult(0);
+      auto type = cast<RankedTensorType>(out.getType());
+      DimAxes axes = replicated(type);
+      // Rows of routing groups that are the batch's blocks go back to the
+      // ranks of their tokens (an all-to-all over ep); otherwise each rank
+      // gathers every row of its experts.
+      Axes data;
+      if (hasDataAxis)
+        data.push_back(dp);
+      data.push_back(ep);
+      auto groups = op->getAttrOfType<IntegerAttr>(kMoeExpertOutputAttr);
+      if (groups && groups.getInt() == groupSize(mesh, data) &&
+          type.getDimSize(1) % groups.getInt() == 0)
+        axes[1] = data;
+      else
+        axes[0].push_back(ep);
+      OpBuilder b(context);
+      b.setInsertionPointAfter(op);
+      Value to = pin(b, op->getLoc(), out, axes);
+      out.replaceAllUsesExcept(to, to.getDefiningOp());
+    }
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
@@ -194,6 +266,7 @@ struct LoomShardInputsPass
       return signalPassFailure();
     MeshAttr mesh = *meshOr;
     bool hasDataAxis = mesh.getAxisSize(dataAxis).has_value();
+    bool hasExpertAxis = mesh.getAxisSize(expertAxis).has_value();
     if (zero < 0 || zero > 3) {
       module.emitError() << "ZeRO stage must be 0, 1, 2 or 3, got "
                          << static_cast<int64_t>(zero);
@@ -239,6 +312,23 @@ struct LoomShardInputsPass
     MeshOp::create(builder, module.getLoc(), "mesh", mesh);
     auto meshRef = FlatSymbolRefAttr::get(context, "mesh");
     StringAttr dpAxis = StringAttr::get(context, dataAxis);
+    StringAttr epAxis = StringAttr::get(context, expertAxis);
+
+    // The experts' stacked weights (marked by loom-build-train-step), by
+    // name, so that every entry point splits them alike.
+    llvm::StringSet<> expertParams;
+    for (auto func : module.getOps<func::FuncOp>())
+      for (unsigned i = 0; i < func.getNumArguments(); ++i)
+        if (func.getArgAttr(i, kMoeExpertParamAttr))
+          if (auto name = func.getArgAttrOfType<StringAttr>(i, "loom.param"))
+            expertParams.insert(name.getValue());
+    if (hasExpertAxis && expertParams.empty()) {
+      module.emitError() << "the mesh axis \"" << expertAxis
+                         << "\" splits the experts of mixture-of-experts "
+                            "layers (loom.moe) in a training step, and this "
+                            "module has none";
+      return signalPassFailure();
+    }
 
     // The tensor-parallel plan, by parameter name, for the parameters the
     // user did not annotate.
@@ -282,14 +372,25 @@ struct LoomShardInputsPass
                                  name.getValue(),
                                  "--shard \"" + match->text + "\"")))
             return signalPassFailure();
+        } else if (param && hasExpertAxis &&
+                   expertParams.contains(param.getValue())) {
+          DimAxes axes = replicated(type);
+          axes[0].push_back(epAxis);
+          if (failed(setSharding(func, index, axes, meshRef, mesh,
+                                 name.getValue(), "expert parallelism")))
+            return signalPassFailure();
         } else if (param && planned.count(param.getValue())) {
           if (failed(setSharding(func, index, planned[param.getValue()],
                                  meshRef, mesh, name.getValue(),
                                  "the tensor-parallel plan")))
             return signalPassFailure();
-        } else if (input && hasDataAxis && type.getRank() > 0) {
+        } else if (input && (hasDataAxis || hasExpertAxis) &&
+                   type.getRank() > 0) {
           DimAxes axes = replicated(type);
-          axes[0].push_back(dpAxis);
+          if (hasDataAxis)
+            axes[0].push_back(dpAxis);
+          if (hasExpertAxis)
+            axes[0].push_back(epAxis);
           ShardingAttr attr = toAttr(context, meshRef, axes);
           if (failed(attr.verifyFor(type, mesh, [&] {
                 return emitError(arg.getLoc())
@@ -353,6 +454,11 @@ struct LoomShardInputsPass
                             : Attribute(toAttr(context, meshRef, use)));
       }
     }
+
+    if (hasExpertAxis)
+      for (auto func : module.getOps<func::FuncOp>())
+        if (func.isPublic() && !func.isExternal())
+          pinExpertLayouts(func, mesh, meshRef, hasDataAxis);
 
     unsigned annotated = 0;
     if (sequenceParallel)

@@ -85,11 +85,12 @@ func.func @dropout(%x: tensor<2x3xf32>, %step: tensor<i64>) -> (tensor<2x3xf32>,
 
 // -----
 
+// A sharding annotation left for partitioning has no code of its own.
 loom.mesh @mesh = <dp = 2>
-func.func @collective_has_no_lowering_yet(%x: tensor<2x4x4xf32>) -> tensor<4x2x4xf32> {
-  // expected-error @+1 {{'loom.all_to_all' op has no CPU lowering yet}}
-  %0 = loom.all_to_all %x on @mesh ["dp"] {split_dim = 1 : i64, concat_dim = 0 : i64} : tensor<2x4x4xf32> -> tensor<4x2x4xf32>
-  return %0 : tensor<4x2x4xf32>
+func.func @annotation_has_no_lowering(%x: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> {
+  // expected-error @+1 {{'loom.shard' op has no CPU lowering yet}}
+  %0 = loom.shard %x to <@mesh, [{dp}, {}, {}]> : tensor<2x4x4xf32>
+  return %0 : tensor<2x4x4xf32>
 }
 
 // -----

@@ -251,3 +251,66 @@ func.func @vocabulary_gradient(
   %m = loom.mul %h, %c : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x8xf32>
   return %u, %m : tensor<8x3xf32>, tensor<6x8xf32>
 }
+
+// -----
+
+// Expert parallelism's dispatch: each rank's product over its tokens is a
+// partial sum over dp and ep of the whole `[E, C, D]` buffer; the layout
+// `loom.shard` asks for (experts over ep, slots over dp) is reached by a
+// reduce-scatter over each axis, not an all-reduce and a local block.
+
+loom.mesh @mesh = <dp = 2, ep = 2>
+// CHECK-LABEL: func.func @dispatch
+func.func @dispatch(
+    %pick: tensor<8x16xf32>,
+    %x: tensor<8x3xf32> {loom.sharding = #loom.sharding<@mesh, [{dp, ep}, {}]>})
+    -> tensor<4x4x3xf32> {
+  // CHECK: %[[R:.*]] = loom.local_block %{{.*}} on @mesh ["dp", "ep"] {dim = 0 : i64} : tensor<8x16xf32> -> tensor<2x16xf32>
+  // CHECK: %[[P:.*]] = loom.matmul %[[R]], %{{.*}} {transpose_lhs} : (tensor<2x16xf32>, tensor<2x3xf32>) -> tensor<16x3xf32>
+  %rows = loom.matmul %pick, %x {transpose_lhs} : (tensor<8x16xf32>, tensor<8x3xf32>) -> tensor<16x3xf32>
+  // CHECK: %[[V:.*]] = loom.reshape %[[P]] : tensor<16x3xf32> -> tensor<4x4x3xf32>
+  %view = loom.reshape %rows : tensor<16x3xf32> -> tensor<4x4x3xf32>
+  // CHECK: %[[E:.*]] = loom.reduce_scatter sum %[[V]] on @mesh ["ep"] {scatter_dim = 0 : i64} : tensor<4x4x3xf32> -> tensor<2x4x3xf32>
+  // CHECK: %[[S:.*]] = loom.reduce_scatter sum %[[E]] on @mesh ["dp"] {scatter_dim = 1 : i64} : tensor<2x4x3xf32> -> tensor<2x2x3xf32>
+  %pinned = loom.shard %view to <@mesh, [{ep}, {dp}, {}]> : tensor<4x4x3xf32>
+  // CHECK: return %[[S]] : tensor<2x2x3xf32>
+  return %pinned : tensor<4x4x3xf32>
+}
+
+// -----
+
+// The model's own routing under expert parallelism: the weighted sum over
+// a rank's experts is partial over ep on the tokens of its dp block; the
+// tokens' split over [dp, ep] takes the ep part by a reduce-scatter within
+// the dp block.
+
+loom.mesh @mesh = <dp = 2, ep = 2>
+// CHECK-LABEL: func.func @combine
+func.func @combine(
+    %y: tensor<4x8x3xf32> {loom.sharding = #loom.sharding<@mesh, [{ep}, {dp}, {}]>})
+    -> tensor<8x3xf32> {
+  // CHECK: %[[SUM:.*]] = loom.reduce_sum %{{.*}} {{.*}} -> tensor<4x3xf32>
+  %sum = loom.reduce_sum %y {axes = array<i64: 0>} : (tensor<4x8x3xf32>) -> tensor<8x3xf32>
+  // CHECK: %[[S:.*]] = loom.reduce_scatter sum %[[SUM]] on @mesh ["ep"] {scatter_dim = 0 : i64} : tensor<4x3xf32> -> tensor<2x3xf32>
+  %pinned = loom.shard %sum to <@mesh, [{dp, ep}, {}]> : tensor<8x3xf32>
+  // CHECK: return %[[S]] : tensor<2x3xf32>
+  return %pinned : tensor<8x3xf32>
+}
+
+// -----
+
+// An axis that moves from one dimension to another does so with one
+// all-to-all: the tokens split over [dp, ep] become split over dp, with
+// the experts' dimension split over ep; dp is then gathered.
+
+loom.mesh @mesh = <dp = 2, ep = 2>
+// CHECK-LABEL: func.func @move
+func.func @move(
+    %x: tensor<8x4x3xf32> {loom.sharding = #loom.sharding<@mesh, [{dp, ep}, {}, {}]>})
+    -> tensor<8x4x3xf32> {
+  // CHECK: %[[A:.*]] = loom.all_to_all %{{.*}} on @mesh ["ep"] {concat_dim = 0 : i64, split_dim = 1 : i64} : tensor<2x4x3xf32> -> tensor<4x2x3xf32>
+  // CHECK: %[[G:.*]] = loom.all_gather %[[A]] on @mesh ["dp"] {gather_dim = 0 : i64} : tensor<4x2x3xf32> -> tensor<8x2x3xf32>
+  %pinned = loom.shard %x to <@mesh, [{}, {ep}, {}]> : tensor<8x4x3xf32>
+  // CHECK: return %[[G]] : tensor<8x2x3xf32>
+  return %pinned : tensor<8x4x3xf32>
+}

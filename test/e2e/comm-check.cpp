@@ -110,6 +110,19 @@ int main(int argc, char **argv) {
     comm->reduceScatterSum(full.data(), block.data(), count);
     ok &= expectEqual("reduce_scatter", rank, block, wantBlock);
 
+    // all_to_all: block q of rank r's input is r * 1000 + q * count + i;
+    // rank r receives block r of every rank q, in rank order.
+    std::vector<float> send(count * n), received(count * n),
+        wantReceived(count * n);
+    for (size_t i = 0; i < send.size(); ++i)
+      send[i] = rank * 1000000.0f + float(i);
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < count; ++i)
+        wantReceived[q * count + i] =
+            q * 1000000.0f + float(rank * count + i);
+    comm->allToAll(send.data(), received.data(), count);
+    ok &= expectEqual("all_to_all", rank, received, wantReceived);
+
     std::vector<float> cast(count), wantCast(count);
     for (size_t i = 0; i < count; ++i) {
       cast[i] = rank == n - 1 ? 7.0f + float(i) : -1.0f;

@@ -400,13 +400,33 @@ func.func @top_k_one_hot(%x: tensor<4x3xf64>, %v: tensor<2xf64>) -> tensor<f64> 
 
 // Mixture-of-experts layers, through their expansion (routing, one-hot
 // dispatch and combine, batched experts): token choice with capacity (some
-// assignments dropped), gated silu experts with biases, and expert choice.
+// assignments dropped), gated silu experts with biases, and expert choice;
+// both also with routing groups.
 #w64 = dense<[[0.3, -1.2, 0.7, 0.5], [1.1, 0.2, -0.5, -0.9], [-0.8, 0.9, 0.4, 0.1], [0.6, -0.3, 1.3, -0.4], [0.2, 0.8, -1.1, 0.7], [-0.6, 0.4, 0.9, 1.2]]> : tensor<6x4xf64>
 
 // CHECK-DAG: moe_token_choice: ok
 func.func @moe_token_choice(%x: tensor<6x4xf64>, %r: tensor<6x3xf64>, %w1: tensor<3x5x4xf64>, %w2: tensor<3x4x5xf64>, %w3: tensor<3x5x4xf64>, %b1: tensor<3x5xf64>, %b2: tensor<3x4xf64>) -> tensor<f64> {
   %w = loom.constant #w64
   %0 = loom.moe token_choice silu %x, %r experts(%w1, %w2) fc1_bias %b1 fc2_bias %b2 fc3 %w3 {k = 2 : i64, normalize, capacity_factor = 0.75 : f64} : (tensor<6x4xf64>, tensor<6x3xf64>, tensor<3x5x4xf64>, tensor<3x4x5xf64>, tensor<3x5xf64>, tensor<3x4xf64>, tensor<3x5x4xf64>) -> tensor<6x4xf64>
+  %f = loom.mul %0, %w : (tensor<6x4xf64>, tensor<6x4xf64>) -> tensor<6x4xf64>
+  %s = loom.reduce_sum %f {axes = array<i64>} : (tensor<6x4xf64>) -> tensor<f64>
+  return %s : tensor<f64>
+}
+
+// Both routings with two groups of three tokens, each routed on its own.
+// CHECK-DAG: moe_token_choice_groups: ok
+func.func @moe_token_choice_groups(%x: tensor<6x4xf64>, %r: tensor<6x3xf64>, %w1: tensor<3x5x4xf64>, %w2: tensor<3x4x5xf64>, %b1: tensor<3x5xf64>) -> tensor<f64> {
+  %w = loom.constant #w64
+  %0 = loom.moe token_choice relu %x, %r experts(%w1, %w2) fc1_bias %b1 {k = 2 : i64, capacity_factor = 1.0 : f64, groups = 2 : i64} : (tensor<6x4xf64>, tensor<6x3xf64>, tensor<3x5x4xf64>, tensor<3x4x5xf64>, tensor<3x5xf64>) -> tensor<6x4xf64>
+  %f = loom.mul %0, %w : (tensor<6x4xf64>, tensor<6x4xf64>) -> tensor<6x4xf64>
+  %s = loom.reduce_sum %f {axes = array<i64>} : (tensor<6x4xf64>) -> tensor<f64>
+  return %s : tensor<f64>
+}
+
+// CHECK-DAG: moe_expert_choice_groups: ok
+func.func @moe_expert_choice_groups(%x: tensor<6x4xf64>, %r: tensor<6x3xf64>, %w1: tensor<3x5x4xf64>, %w2: tensor<3x4x5xf64>) -> tensor<f64> {
+  %w = loom.constant #w64
+  %0 = loom.moe expert_choice silu %x, %r experts(%w1, %w2) {k = 1 : i64, capacity_factor = 2.0 : f64, groups = 2 : i64} : (tensor<6x4xf64>, tensor<6x3xf64>, tensor<3x5x4xf64>, tensor<3x4x5xf64>) -> tensor<6x4xf64>
   %f = loom.mul %0, %w : (tensor<6x4xf64>, tensor<6x4xf64>) -> tensor<6x4xf64>
   %s = loom.reduce_sum %f {axes = array<i64>} : (tensor<6x4xf64>) -> tensor<f64>
   return %s : tensor<f64>
@@ -421,4 +441,4 @@ func.func @moe_expert_choice(%x: tensor<6x4xf64>, %r: tensor<6x3xf64>, %w1: tens
   return %s : tensor<f64>
 }
 
-// CHECK: 28 functions checked, 0 failed
+// CHECK: 30 functions checked, 0 failed

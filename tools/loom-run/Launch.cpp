@@ -157,6 +157,31 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     bool ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (ok || firstFailed >= 0)
       continue;
+    // A rank that died makes its peers fail at their next collective,
+    // almost at once: among the ranks that end within a moment of the
+    // first failure, one killed by a signal is the cause.
+    if (!WIFSIGNALED(status)) {
+      auto grace = std::chrono::steady_clock::now() +
+                   std::chrono::milliseconds(200);
+      while (std::chrono::steady_clock::now() < grace) {
+        int other = 0;
+        pid_t done = ::waitpid(-1, &other, WNOHANG);
+        if (done <= 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          continue;
+        }
+        auto found = ranks.find(done);
+        if (found == ranks.end())
+          continue;
+        int otherRank = found->second;
+        ranks.erase(found);
+        if (WIFSIGNALED(other)) {
+          rank = otherRank;
+          status = other;
+          break;
+        }
+      }
+    }
     firstFailed = rank;
     firstStatus = describe(status);
     WithColor::error(errs(), "loom-run launch")

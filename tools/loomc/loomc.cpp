@@ -182,11 +182,12 @@ static cl::opt<std::string> memoryBudget(
 static cl::OptionCategory parallelCategory("Parallelism");
 static cl::opt<std::string>
     mesh("mesh",
-         cl::desc("Device mesh, e.g. dp=4, tp=4 or dp=2,tp=2: the bundle is "
-                  "the program of one rank of a run on that many processes "
-                  "(loom-run train --nproc); the batch is split over the "
-                  "data axis, the model over the axes --shard and --tp-plan "
-                  "name"),
+         cl::desc("Device mesh, e.g. dp=4, tp=4, dp=2,tp=2 or dp=2,ep=2: "
+                  "the bundle is the program of one rank of a run on that "
+                  "many processes (loom-run train --nproc); the batch is "
+                  "split over the data axis (and the expert axis), the model "
+                  "over the axes --shard and --tp-plan name, mixture-of-"
+                  "experts layers' experts over the expert axis"),
          cl::value_desc("AXIS=SIZE,..."), cl::cat(parallelCategory));
 static cl::opt<std::string>
     dataAxis("data-axis",
@@ -312,11 +313,35 @@ static cl::opt<double> capacityFactor(
              "1.25), ceil(factor * tokens / experts) for expert-choice "
              "(default 2)"),
     cl::init(0.0), cl::cat(moeCategory));
+static cl::opt<int64_t> moeGroups(
+    "moe-groups",
+    cl::desc("Route each of N contiguous groups of the batch's tokens on its "
+             "own, with the capacity of a group (GShard's groups; default 1, "
+             "the whole batch). With N equal to the ranks the batch is split "
+             "over (dp x ep), each rank routes its own tokens and expert "
+             "parallelism moves only expert buffers, by all-to-all"),
+    cl::init(1), cl::cat(moeCategory));
 static cl::opt<double> moeAuxLoss(
     "moe-aux-loss",
     cl::desc("Add Switch's load-balancing loss, times this coefficient, to "
              "the training loss (model and token-choice routing)"),
     cl::init(0.0), cl::cat(moeCategory));
+static cl::opt<bool> raiseMoe(
+    "raise-moe",
+    cl::desc("Find mixture-of-experts layers exported densely (a router's "
+             "softmax and top-k, one small network per expert, a gated "
+             "combine written with masks or gathers) and compute them as "
+             "loom.moe layers, so --moe-routing and expert parallelism apply "
+             "(default true; --report lists what was raised and what stays "
+             "dense, with why)"),
+    cl::init(true), cl::cat(moeCategory));
+static cl::opt<std::string> expertAxis(
+    "expert-axis",
+    cl::desc("Mesh axis expert parallelism splits mixture-of-experts layers' "
+             "experts over (default ep): with --mesh dp=2,ep=2 each rank "
+             "holds half the experts, the batch is split over dp and ep, "
+             "and tokens reach their experts' ranks by reduce-scatter"),
+    cl::init("ep"), cl::cat(moeCategory));
 static cl::opt<double> moeZLoss(
     "moe-z-loss",
     cl::desc("Add the router z-loss (mean squared logsumexp of the router "
@@ -496,6 +521,24 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.dataAxis = dataAxis;
+  options.expertAxis = expertAxis;
+  options.raiseMoe = raiseMoe;
+  if (std::optional<int64_t> ep =
+          mlir::loom::meshAxisSize(options, expertAxis)) {
+    if (!train) {
+      WithColor::error(errs(), "loomc")
+          << "expert parallelism (--mesh " << expertAxis.getValue()
+          << "=N) splits the experts of the training step; add --train\n";
+      return 1;
+    }
+    if (mlir::loom::meshAxisSize(options, pipelineAxis)) {
+      WithColor::error(errs(), "loomc")
+          << "expert parallelism does not combine with pipeline stages yet "
+             "(--mesh has both " << expertAxis.getValue() << " and "
+          << pipelineAxis.getValue() << ")\n";
+      return 1;
+    }
+  }
   options.bucketBytes = bucketBytes;
   options.zero = zeroStage;
   options.overlap = overlap;
@@ -576,6 +619,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.moeRouting = moeRouting;
+  options.moeGroups = moeGroups;
   options.capacityFactor = capacityFactor;
   options.moeAuxLoss = moeAuxLoss;
   options.moeZLoss = moeZLoss;

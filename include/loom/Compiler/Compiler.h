@@ -132,7 +132,15 @@ struct CompilerOptions {
   /// or "expert-choice"; capacity factor (0: the routing's default); the
   /// coefficients of the load-balancing loss and the router z-loss.
   std::string moeRouting = "model";
+  /// Turn dense mixture-of-experts exports into loom.moe (loom-raise-moe).
+  bool raiseMoe = true;
+  /// Expert parallelism over this mesh axis (when the mesh has it): each
+  /// rank holds experts / size of every layer's experts, and the batch is
+  /// split over it as over the data axis.
+  std::string expertAxis = "ep";
   double capacityFactor = 0;
+  /// Routing groups of the capacity routings (1: the whole batch).
+  int64_t moeGroups = 1;
   double moeAuxLoss = 0;
   double moeZLoss = 0;
 };
@@ -147,6 +155,10 @@ LogicalResult writeShardingSvg(ModuleOp module, llvm::StringRef entry,
 /// where SPEC is "[{tp}, {}]" or [["tp"], []], appending `GLOB=SPEC` to
 /// `specs` in order. Returns an error message naming the file and entry, or
 /// "" on success.
+/// The size of mesh axis `axis` in `options.mesh`, if the mesh has it.
+std::optional<int64_t> meshAxisSize(const CompilerOptions &options,
+                                    llvm::StringRef axis);
+
 /// The number of pipeline stages: the size of `options.pipelineAxis` in
 /// `options.mesh`, if the mesh has that axis.
 std::optional<int64_t> pipelineStages(const CompilerOptions &options);

@@ -950,3 +950,19 @@ func.func @moe_negative_loss(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tens
   %0 = loom.moe top_k relu %x, %r experts(%w1, %w2) {k = 1 : i64, z_loss = -1.0 : f64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
   return
 }
+
+// -----
+
+func.func @moe_groups_divide_tokens(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{groups = 3 must be positive and divide the 8 tokens}}
+  %0 = loom.moe token_choice relu %x, %r experts(%w1, %w2) {k = 1 : i64, capacity_factor = 1.0 : f64, groups = 3 : i64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @moe_groups_need_capacity(%x: tensor<8x4xf32>, %r: tensor<8x2xf32>, %w1: tensor<2x6x4xf32>, %w2: tensor<2x4x6xf32>) {
+  // expected-error @+1 {{top_k routing keeps every token; routing groups need token_choice or expert_choice routing}}
+  %0 = loom.moe top_k relu %x, %r experts(%w1, %w2) {k = 1 : i64, groups = 2 : i64} : (tensor<8x4xf32>, tensor<8x2xf32>, tensor<2x6x4xf32>, tensor<2x4x6xf32>) -> tensor<8x4xf32>
+  return
+}

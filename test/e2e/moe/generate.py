@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Generate the mixture-of-experts fixtures of test/e2e/moe.test.
 
-Usage:  python3 test/e2e/moe/generate.py
+Usage:  python3 test/e2e/moe/generate.py            (every fixture)
+        python3 test/e2e/moe/generate.py --dense    (only the dense exports)
 
 The models are written with onnx.helper around ONNX Runtime's contrib op
 com.microsoft.MoE (router Gemm -> MoE -> residual Add -> classifier Gemm),
@@ -17,13 +18,34 @@ formulation):
                                 top_k (the model's own), token_choice
                                 (capacity factor 1, load-balancing loss
                                 0.01, z-loss 0.001) and expert_choice
-                                (capacity factor 1)
+                                (capacity factor 1), and the last two with
+                                2 and 4 routing groups (_g2, _g4: each
+                                group of 16 or 8 tokens routed on its own)
   bad_k.onnx                    moe.onnx with k = 5 (an import error)
   bad_activation.onnx           moe.onnx with activation_type swiglu (another)
   gated.onnx, gated.in.x.npy    a Mixtral-style block (silu gate, fc3,
   gated.out.logits.npy          renormalized top-2, 3-D input); ONNX
                                 Runtime has no CPU kernel with fc3, so the
                                 reference is PyTorch's forward
+
+Dense exports (torch.onnx.export of ordinary PyTorch modules, one nn.Linear
+per expert), which loom-raise-moe turns into loom.moe:
+
+  dense_masks.onnx              a loop over experts, each weighted by
+                                (top-k values * (indices == e)).sum(-1)
+  dense_mixtral.onnx            Mixtral's sparse block written statically:
+                                RMS norm, bias-free router, softmax, top-2,
+                                renormalized, one_hot(...).permute(2, 1, 0)
+                                masks, SwiGLU experts (w1, w3, w2), residual,
+                                on a [batch, sequence, hidden] input (the
+                                logits are [batch, classes, sequence])
+  dense_other.onnx              like dense_masks but each expert weighted
+                                by the square of its top-k value: not a
+                                mixture of experts loom.moe expresses
+  dense.in.{x,labels}.npy, dense_mixtral.in.{x,labels}.npy
+  dense_<model>.out.logits.npy  PyTorch's forward on the batch
+  dense_<model>.adamw.*         10 AdamW steps (lr 3e-3, weight decay 0.01):
+                                losses and final parameters
 """
 
 import math
@@ -43,9 +65,10 @@ STEPS = 10
 
 class MoE(nn.Module):
     def __init__(self, routing, capacity_factor=0.0, aux=0.0, z=0.0, normalize=False,
-                 gated=False, act="relu"):
+                 gated=False, act="relu", groups=1):
         super().__init__()
         self.routing, self.cf, self.aux, self.z = routing, capacity_factor, aux, z
+        self.groups = groups
         self.normalize, self.act = normalize, act
         self.router = nn.Linear(D, E)
         g = torch.Generator().manual_seed(1)
@@ -72,24 +95,32 @@ class MoE(nn.Module):
         probs = F.softmax(logits, dim=-1)
         y = torch.zeros_like(x)
         extra = torch.zeros(())
+        # The capacity routings route each group of s consecutive tokens on
+        # its own (one group: the whole batch).
+        s = n // self.groups
         if self.routing == "expert_choice":
-            cap = min(n, math.ceil(self.cf * n / E))
-            gates, tokens = torch.topk(probs.T, cap, dim=1)  # [E, cap]
-            for e in range(E):
-                y = y.index_add(0, tokens[e], gates[e, :, None] * self.expert(e, x[tokens[e]]))
+            cap = min(s, math.ceil(self.cf * s / E))
+            for g0 in range(0, n, s):
+                gates, tokens = torch.topk(probs[g0:g0 + s].T, cap, dim=1)  # [E, cap]
+                tokens = tokens + g0
+                for e in range(E):
+                    y = y.index_add(0, tokens[e], gates[e, :, None] * self.expert(e, x[tokens[e]]))
         else:
             vals, idx = torch.topk(probs, K, dim=-1)
             if self.normalize:
                 vals = vals / vals.sum(-1, keepdim=True)
-            cap = n if self.routing == "top_k" else min(n, math.ceil(self.cf * K * n / E))
+            cap = s if self.routing == "top_k" else min(s, math.ceil(self.cf * K * s / E))
             # Assignments in priority order: every token's first choice, then
             # every token's second; an expert takes them until it is full.
             taken = [[] for _ in range(E)]  # (token, rank) per expert
-            for j in range(K):
-                for t in range(n):
-                    e = int(idx[t, j])
-                    if len(taken[e]) < cap:
-                        taken[e].append((t, j))
+            for g0 in range(0, n, s):
+                count = [0] * E
+                for j in range(K):
+                    for t in range(g0, g0 + s):
+                        e = int(idx[t, j])
+                        if count[e] < cap:
+                            count[e] += 1
+                            taken[e].append((t, j))
             for e in range(E):
                 if not taken[e]:
                     continue
@@ -103,6 +134,23 @@ class MoE(nn.Module):
             extra = extra + self.z * (torch.logsumexp(logits, -1) ** 2).mean()
         self.extra = extra
         return self.head(x + y).reshape(*shape[:-1], CLASSES)
+
+
+def adamw_trajectory(m, loss_fn, prefix):
+    """10 AdamW steps (lr 3e-3, weight decay 0.01) of `m` on `loss_fn(m)`;
+    saves the losses and the final parameters as `prefix`.*.npy."""
+    opt = torch.optim.AdamW(m.parameters(), lr=3e-3, weight_decay=0.01)
+    losses = []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = loss_fn(m)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    np.save(os.path.join(HERE, f"{prefix}.losses.npy"), np.array(losses))
+    for pname, p in m.named_parameters():
+        np.save(os.path.join(HERE, f"{prefix}.{pname}.npy"), p.detach().numpy())
+    print(f"{prefix}: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
 
 
 def onnx_model(m, path, x_shape, k_normalize):
@@ -183,21 +231,16 @@ def main():
         "top_k": dict(),
         "token_choice": dict(capacity_factor=1.0, aux=0.01, z=0.001),
         "expert_choice": dict(capacity_factor=1.0),
+        # Routing groups: each half (quarter) of the batch routed on its own.
+        "token_choice_g2": dict(capacity_factor=1.0, aux=0.01, z=0.001, groups=2),
+        "expert_choice_g2": dict(capacity_factor=1.0, groups=2),
+        "token_choice_g4": dict(capacity_factor=1.0, aux=0.01, z=0.001, groups=4),
+        "expert_choice_g4": dict(capacity_factor=1.0, groups=4),
     }
-    for routing, kw in configs.items():
-        m = make(routing, **kw)
-        opt = torch.optim.AdamW(m.parameters(), lr=3e-3, weight_decay=0.01)
-        losses = []
-        for _ in range(STEPS):
-            opt.zero_grad()
-            loss = F.cross_entropy(m(x), labels) + m.extra
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        np.save(os.path.join(HERE, f"moe.{routing}.losses.npy"), np.array(losses))
-        for name, p in m.named_parameters():
-            np.save(os.path.join(HERE, f"moe.{routing}.{name}.npy"), p.detach().numpy())
-        print(f"{routing}: loss {losses[0]:.6f} -> {losses[-1]:.6f}")
+    for name, kw in configs.items():
+        routing = name.split("_g")[0]
+        adamw_trajectory(make(routing, **kw),
+                         lambda m: F.cross_entropy(m(x), labels) + m.extra, f"moe.{name}")
 
     # Mixtral-style gated experts on a [batch, sequence, hidden] input.
     def make_gated():
@@ -212,5 +255,104 @@ def main():
     print("gated: written")
 
 
+class DenseExpert(nn.Module):
+    def __init__(self, gated):
+        super().__init__()
+        self.gated = gated
+        self.w1 = nn.Linear(D, H, bias=not gated)
+        self.w2 = nn.Linear(H, D, bias=not gated)
+        self.w3 = nn.Linear(D, H, bias=False) if gated else None
+
+    def forward(self, x):
+        if self.gated:
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))
+        return self.w2(F.relu(self.w1(x)))
+
+
+class MaskMoE(nn.Module):
+    """Every expert on every token, weighted by its top-k value where it was
+    chosen: the loop-with-masks form of a top-2 layer (not renormalized)."""
+
+    def __init__(self, square=False):
+        super().__init__()
+        self.square = square
+        self.router = nn.Linear(D, E)
+        self.experts = nn.ModuleList([DenseExpert(False) for _ in range(E)])
+        self.head = nn.Linear(D, CLASSES)
+
+    def forward(self, x):  # [N, D]
+        probs = F.softmax(self.router(x), dim=-1)
+        vals, idx = torch.topk(probs, K, dim=-1)
+        if self.square:
+            vals = vals * vals
+        y = torch.zeros_like(x)
+        for e, expert in enumerate(self.experts):
+            w = (vals * (idx == e)).sum(dim=-1, keepdim=True)
+            y = y + w * expert(x)
+        return self.head(x + y)
+
+
+class MixtralBlock(nn.Module):
+    """Mixtral's sparse MoE block (RMS norm, router without bias, softmax,
+    top-2 renormalized, SwiGLU experts, residual), with the experts' weights
+    computed from one_hot masks instead of the dynamic-shaped index_add."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.Parameter(torch.ones(D) + 0.1 * torch.randn(D))
+        self.gate = nn.Linear(D, E, bias=False)
+        self.experts = nn.ModuleList([DenseExpert(True) for _ in range(E)])
+        self.head = nn.Linear(D, CLASSES)
+
+    def forward(self, x):  # [B, S, D]
+        b, s, d = x.shape
+        h = x.view(-1, d)
+        hn = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * self.norm
+        routing = F.softmax(self.gate(hn), dim=1, dtype=torch.float)
+        routing, selected = torch.topk(routing, K, dim=-1)
+        routing = routing / routing.sum(dim=-1, keepdim=True)
+        mask = F.one_hot(selected, num_classes=E).permute(2, 1, 0)  # [E, K, N]
+        out = torch.zeros_like(hn)
+        for e, expert in enumerate(self.experts):
+            w = (routing * mask[e].T).sum(dim=-1, keepdim=True)
+            out = out + w * expert(hn)
+        # [batch, classes, sequence], as cross-entropy takes it.
+        return self.head(h + out).view(b, s, CLASSES).transpose(1, 2)
+
+
+def dense_fixtures():
+    x = torch.from_numpy(np.random.default_rng(6).standard_normal((N, D)).astype(np.float32))
+    xm = torch.from_numpy(np.random.default_rng(7).standard_normal((4, 8, D)).astype(np.float32))
+    labels = torch.from_numpy(np.random.default_rng(8).integers(0, CLASSES, N).astype(np.int64))
+    np.save(os.path.join(HERE, "dense.in.x.npy"), x.numpy())
+    np.save(os.path.join(HERE, "dense.in.labels.npy"), labels.numpy())
+    np.save(os.path.join(HERE, "dense_mixtral.in.x.npy"), xm.numpy())
+    np.save(os.path.join(HERE, "dense_mixtral.in.labels.npy"), labels.numpy().reshape(4, 8))
+    makers = {
+        "masks": (lambda: MaskMoE(), x, labels),
+        "mixtral": (lambda: MixtralBlock(), xm, labels.reshape(4, 8)),
+        "other": (lambda: MaskMoE(square=True), x, labels),
+    }
+    for name, (ctor, inp, target) in makers.items():
+        def make():
+            torch.manual_seed(0)
+            return ctor()
+        path = os.path.join(HERE, f"dense_{name}.onnx")
+        kw = dict(input_names=["x"], output_names=["logits"], opset_version=17,
+                  do_constant_folding=False)
+        if "dynamo" in torch.onnx.export.__code__.co_varnames:
+            kw["dynamo"] = False
+        with torch.no_grad():
+            torch.onnx.export(make(), (inp,), path, **kw)
+        onnx.checker.check_model(onnx.load(path), full_check=True)
+        with torch.no_grad():
+            np.save(os.path.join(HERE, f"dense_{name}.out.logits.npy"), make()(inp).numpy())
+        adamw_trajectory(make(), lambda m: F.cross_entropy(m(inp), target),
+                         f"dense_{name}.adamw")
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:] != ["--dense"]:
+        main()
+    dense_fixtures()

@@ -52,6 +52,7 @@ TEST(NcclComm, CollectivesOnOneRank) {
   comm->allReduce(in, 4, loom::comm::ReduceOp::Max);
   comm->allGather(in, out, 4);
   comm->reduceScatterSum(in, out, 4);
+  comm->allToAll(in, out, 4);
   comm->broadcast(out, 4, 0);
   comm->barrier();
   std::vector<float> back(4);
