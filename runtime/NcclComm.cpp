@@ -120,15 +120,18 @@ public:
     if (!comm)
       throw Error(where("all_to_all: the communicator was aborted"));
     checkNccl(ncclGroupStart(), "all_to_all");
-    for (int r = 0; r < size(); ++r) {
-      checkNccl(ncclSend(in + (size_t)r * count, count, ncclFloat, r, comm,
-                         stream),
-                "all_to_all");
-      checkNccl(ncclRecv(out + (size_t)r * count, count, ncclFloat, r, comm,
-                         stream),
-                "all_to_all");
+    // The group is closed whatever fails inside it.
+    ncclResult_t issued = ncclSuccess;
+    for (int r = 0; r < size() && issued == ncclSuccess; ++r) {
+      issued = ncclSend(in + (size_t)r * count, count, ncclFloat, r, comm,
+                        stream);
+      if (issued == ncclSuccess)
+        issued = ncclRecv(out + (size_t)r * count, count, ncclFloat, r, comm,
+                          stream);
     }
-    checkNccl(ncclGroupEnd(), "all_to_all");
+    ncclResult_t closed = ncclGroupEnd();
+    checkNccl(issued, "all_to_all");
+    checkNccl(closed, "all_to_all");
     await("all_to_all", /*onStream=*/true);
   }
   void reduceScatterSum(const float *in, float *out, size_t count) override {

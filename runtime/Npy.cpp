@@ -72,11 +72,22 @@ bool loom::npy::read(const std::string &path, Array &out, std::string &error) {
   }
   std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
                           std::istreambuf_iterator<char>());
+  return parse(bytes.data(), bytes.size(), path, out, error);
+}
+
+bool loom::npy::parse(const char *data, size_t size, const std::string &path,
+                      Array &out, std::string &error) {
+  struct Bytes {
+    const char *data;
+    size_t count;
+    size_t size() const { return count; }
+    char operator[](size_t i) const { return data[i]; }
+  } bytes{data, size};
   auto fail = [&](const std::string &why) {
     error = path + " is not a valid .npy file: " + why;
     return false;
   };
-  if (bytes.size() < 10 || std::memcmp(bytes.data(), kMagic, 6) != 0)
+  if (bytes.size() < 10 || std::memcmp(bytes.data, kMagic, 6) != 0)
     return fail("missing the \\x93NUMPY magic");
   unsigned major = (unsigned char)bytes[6];
   size_t headerLen, headerStart;
@@ -95,7 +106,7 @@ bool loom::npy::read(const std::string &path, Array &out, std::string &error) {
   }
   if (headerStart + headerLen > bytes.size())
     return fail("truncated header");
-  std::string header(bytes.data() + headerStart, headerLen);
+  std::string header(bytes.data + headerStart, headerLen);
 
   size_t at = valueOf(header, "descr");
   if (at == std::string::npos || header[at] != '\'')
@@ -152,7 +163,7 @@ bool loom::npy::read(const std::string &path, Array &out, std::string &error) {
   if (bytes.size() - dataStart != dataBytes)
     return fail("holds " + std::to_string(bytes.size() - dataStart) +
                 " bytes of data, its shape needs " + std::to_string(dataBytes));
-  out.data.assign(bytes.begin() + dataStart, bytes.end());
+  out.data.assign(bytes.data + dataStart, bytes.data + bytes.size());
   return true;
 }
 

@@ -26,6 +26,10 @@ struct Array {
 
 /// Reads `path`; on failure returns false and sets `error`.
 bool read(const std::string &path, Array &out, std::string &error);
+/// Parses the `size` bytes of a .npy file at `data`; `name` (a path, or a
+/// member of an archive) names it in `error`.
+bool parse(const char *data, size_t size, const std::string &name,
+           Array &out, std::string &error);
 /// Writes `array` to `path` through a temporary file renamed into place.
 bool write(const std::string &path, const Array &array, std::string &error);
 /// Element `i` of dense little-endian `data` of `dtype`, as a double

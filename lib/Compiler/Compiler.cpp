@@ -550,6 +550,7 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     pass.lossScale = t.lossScale;
     pass.lossScaleInit = t.lossScaleInit;
     pass.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
+    pass.freeze.assign(t.freeze.begin(), t.freeze.end());
     PassManager pm(module.get()->getName());
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();

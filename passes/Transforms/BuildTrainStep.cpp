@@ -20,6 +20,7 @@
 #include "mlir/Transforms/RegionUtils.h"
 
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
 
 #include <cmath>
 
@@ -369,16 +370,44 @@ struct LoomBuildTrainStepPass
     }
     Value dropoutPosition = prepareDropouts(train);
 
+    // Frozen parameters (`freeze` globs) are inputs like any other: no
+    // gradient, no optimizer state.
+    SmallVector<llvm::GlobPattern> frozen;
+    for (const std::string &glob : freeze) {
+      llvm::Expected<llvm::GlobPattern> pattern =
+          llvm::GlobPattern::create(glob);
+      if (!pattern) {
+        module.emitError() << "--freeze '" << glob
+                           << "': " << llvm::toString(pattern.takeError());
+        return signalPassFailure();
+      }
+      frozen.push_back(std::move(*pattern));
+    }
+    SmallVector<unsigned> frozenUses(frozen.size(), 0);
     SmallVector<Value> params;
     SmallVector<std::string> names;
     for (BlockArgument arg : train.getArguments()) {
       auto name = train.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                      "loom.param");
-      if (name && isa<FloatType>(getElementTypeOrSelf(arg.getType()))) {
-        params.push_back(arg);
-        names.push_back(name.str());
-      }
+      if (!name || !isa<FloatType>(getElementTypeOrSelf(arg.getType())))
+        continue;
+      bool isFrozen = false;
+      for (auto [i, pattern] : llvm::enumerate(frozen))
+        if (pattern.match(name.getValue())) {
+          ++frozenUses[i];
+          isFrozen = true;
+        }
+      if (isFrozen)
+        continue;
+      params.push_back(arg);
+      names.push_back(name.str());
     }
+    for (auto [i, uses] : llvm::enumerate(frozenUses))
+      if (uses == 0) {
+        module.emitError() << "--freeze '" << freeze[i]
+                           << "' matches no parameter";
+        return signalPassFailure();
+      }
     Type f32 = b.getF32Type();
     Scalars s{b, loc, f32};
     auto stepType = RankedTensorType::get({}, b.getI64Type());

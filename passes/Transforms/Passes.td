@@ -141,6 +141,9 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
            "the first dynamic loss scale">,
     Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
            "2000", "clean steps after which the dynamic loss scale doubles">,
+    ListOption<"freeze", "freeze", "std::string",
+               "GLOBs of parameters that keep their values: no gradient, no "
+               "optimizer state">,
   ];
 }
 

@@ -131,12 +131,15 @@ public:
       return false;
     if (auto constant = dyn_cast<ConstantOp>(op))
       return evaluateConstant(constant, type);
+    // Every operand known or a constant, before any work.
+    for (Value operand : op->getOperands())
+      if (!get(operand) && !operand.getDefiningOp<ConstantOp>())
+        return false;
     SmallVector<const Array *> in;
     for (Value operand : op->getOperands()) {
       const Array *a = get(operand);
       if (!a) {
-        auto constant = operand.getDefiningOp<ConstantOp>();
-        if (!constant || !evaluate(constant))
+        if (!evaluate(operand.getDefiningOp()))
           return false;
         a = get(operand);
       }
@@ -144,10 +147,10 @@ public:
     }
     Array out;
     out.shape.assign(type.getShape().begin(), type.getShape().end());
-    out.data.assign(out.size(), 0.0);
     spent += out.size() + (in.empty() ? 0 : in[0]->size());
     if (overBudget())
       return false;
+    out.data.assign(out.size(), 0.0);
     bool integer = !isa<FloatType>(type.getElementType());
     auto binary = [&](auto fn) {
       forEachIndex(out.shape, [&](int64_t i, ArrayRef<int64_t> index) {
@@ -329,7 +332,8 @@ public:
 private:
   bool evaluateConstant(ConstantOp op, RankedTensorType type) {
     auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
-    if (!dense || type.getNumElements() > (int64_t(1) << 22))
+    spent += type.getNumElements();
+    if (!dense || overBudget())
       return false;
     Array a;
     a.shape.assign(type.getShape().begin(), type.getShape().end());
@@ -379,7 +383,10 @@ std::optional<Linear> matchLinear(Value v) {
     for (int i = 0; i < 2; ++i) {
       Value bias = add->getOperand(i), rest = add->getOperand(1 - i);
       auto biasType = dyn_cast<RankedTensorType>(bias.getType());
+      auto restType = dyn_cast<RankedTensorType>(rest.getType());
       if (isParameter(bias) && biasType && biasType.getRank() == 1 &&
+          restType && restType.getRank() == 2 &&
+          biasType.getDimSize(0) == restType.getDimSize(1) &&
           rest.getDefiningOp<MatmulOp>()) {
         l.bias = cast<BlockArgument>(bias);
         v = rest;
@@ -476,12 +483,18 @@ struct Expert {
   std::optional<Linear> fc3;
   MoeActivation activation;
 
-  /// What experts of one layer share.
-  std::tuple<Value, MoeActivation, bool, bool, bool, bool, bool, bool, bool>
+  /// What experts of one layer share: input, activation, the form and
+  /// types of every weight and bias.
+  std::tuple<Value, MoeActivation, SmallVector<Type>, SmallVector<bool>>
   key() const {
-    return {fc1.input, activation, (bool)fc3, (bool)fc1.bias, (bool)fc2.bias,
-            fc3 && fc3->bias, fc1.transposed, fc2.transposed,
-            fc3 && fc3->transposed};
+    auto typeOf = [](Value v) { return v ? v.getType() : Type(); };
+    SmallVector<Type> types{typeOf(fc1.weight), typeOf(fc1.bias),
+                            typeOf(fc2.weight), typeOf(fc2.bias),
+                            fc3 ? typeOf(fc3->weight) : Type(),
+                            fc3 ? typeOf(fc3->bias) : Type()};
+    SmallVector<bool> forms{(bool)fc3, fc1.transposed, fc2.transposed,
+                            fc3 && fc3->transposed};
+    return {fc1.input, activation, types, forms};
   }
 };
 
@@ -546,7 +559,13 @@ public:
   /// order; a message saying why not otherwise.
   FailureOr<Combine> run(std::string &why) {
     std::mt19937_64 rng(0x10e);
-    Trial trial = randomTrial(rng);
+    if (n * k < e) {
+      why = "the batch has too few tokens (" + std::to_string(n) + " x top-" +
+            std::to_string(k) + ") to tell the " + std::to_string(e) +
+            " experts apart";
+      return failure();
+    }
+    Trial trial = randomTrial(rng, /*covering=*/true);
     // Probe a: expert a's output is all ones, the others' zero; the layer's
     // output is then, per token, the gate of the router column expert a is.
     // matches[v][normalize] = the column each probe found at v.
@@ -635,20 +654,23 @@ private:
     return a;
   }
 
-  /// Random gates in (0.05, 1) and k distinct experts per token.
-  Trial randomTrial(std::mt19937_64 &rng) {
+  /// Random gates in (0.05, 1) and k distinct experts per token: random
+  /// ones, or with `covering` experts (i * k + j) mod E for token i in a
+  /// random order, so that every expert is chosen by some token and each
+  /// probe's column is told apart from the others (none is all zeros).
+  Trial randomTrial(std::mt19937_64 &rng, bool covering = false) {
     Trial t;
     t.values.shape = {n, k};
     t.indices.shape = {n, k};
     std::uniform_real_distribution<double> gate(0.05, 1.0);
     for (int64_t i = 0; i < n; ++i) {
-      SmallVector<int64_t> perm;
-      for (int64_t c = 0; c < e; ++c)
-        perm.push_back(c);
-      std::shuffle(perm.begin(), perm.end(), rng);
+      SmallVector<int64_t> cols;
+      for (int64_t c = 0; c < (covering ? k : e); ++c)
+        cols.push_back(covering ? (i * k + c) % e : c);
+      std::shuffle(cols.begin(), cols.end(), rng);
       for (int64_t j = 0; j < k; ++j) {
         t.values.data.push_back(gate(rng));
-        t.indices.data.push_back((double)perm[j]);
+        t.indices.data.push_back((double)cols[j]);
       }
     }
     return t;
@@ -768,6 +790,8 @@ struct LoomRaiseMoePass : impl::LoomRaiseMoePassBase<LoomRaiseMoePass> {
         softmax.getAxis() != 1 || !top.getLargest())
       return std::string("the top-k is not of the largest of [tokens, "
                          "experts] probabilities along the experts");
+    if (!probsType.hasStaticShape())
+      return std::string("the router's probabilities have a dynamic shape");
     Value logits = softmax.getInput();
     int64_t n = probsType.getDimSize(0), e = probsType.getDimSize(1);
     // The experts: networks over parameters on one [N, D] input.
@@ -776,7 +800,8 @@ struct LoomRaiseMoePass : impl::LoomRaiseMoePassBase<LoomRaiseMoePass> {
       if (op->getNumResults() != 1 || !isa<AddOp, MatmulOp>(op))
         return;
       auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-      if (!type || type.getRank() != 2 || type.getDimSize(0) != n)
+      if (!type || type.getRank() != 2 || !type.hasStaticShape() ||
+          type.getDimSize(0) != n)
         return;
       if (std::optional<Expert> x = matchExpert(op->getResult(0)))
         if (cast<RankedTensorType>(x->fc1.input.getType()) == type)
@@ -786,33 +811,50 @@ struct LoomRaiseMoePass : impl::LoomRaiseMoePassBase<LoomRaiseMoePass> {
     llvm::erase_if(found, [&](const Expert &x) {
       return x.output.getDefiningOp<MatmulOp>() &&
              llvm::any_of(found, [&](const Expert &y) {
-               return y.output != x.output && y.fc2.weight == x.fc2.weight;
+               auto add = y.output.getDefiningOp<AddOp>();
+               return add && llvm::is_contained(add->getOperands(), x.output);
              });
     });
     if (found.empty())
       return "no expert networks (linear, activation, linear over "
              "parameters) on the tokens";
-    // The largest group of experts of one form; the router has one column
-    // per expert.
-    SmallVector<Expert> experts;
+    // Groups of experts of one form (one input, one set of shapes), one
+    // per router column; each is tried (a model with several layers has a
+    // group per layer).
+    SmallVector<SmallVector<Expert>> groups;
     for (const Expert &x : found) {
-      SmallVector<Expert> group;
-      for (const Expert &y : found)
-        if (y.key() == x.key())
-          group.push_back(y);
-      if (group.size() > experts.size())
-        experts = group;
+      auto it = llvm::find_if(groups, [&](const SmallVector<Expert> &g) {
+        return g.front().key() == x.key();
+      });
+      if (it == groups.end())
+        groups.push_back({x});
+      else
+        it->push_back(x);
     }
-    if ((int64_t)experts.size() != e)
-      return "found " + std::to_string(experts.size()) +
+    std::string why;
+    SmallVector<Expert> experts;
+    FailureOr<Combine> combine = failure();
+    for (SmallVector<Expert> &group : groups) {
+      if ((int64_t)group.size() != e)
+        continue;
+      CombineCheck check(top, group);
+      combine = check.run(why);
+      if (succeeded(combine)) {
+        experts = group;
+        break;
+      }
+    }
+    if (failed(combine)) {
+      if (!why.empty())
+        return why;
+      size_t largest = 0;
+      for (const SmallVector<Expert> &g : groups)
+        largest = std::max(largest, g.size());
+      return "found " + std::to_string(largest) +
              " expert networks of one form on the tokens, but the router "
              "has " +
              std::to_string(e) + " experts";
-    std::string why;
-    CombineCheck check(top, experts);
-    FailureOr<Combine> combine = check.run(why);
-    if (failed(combine))
-      return why;
+    }
 
     // Build the layer before its output's op.
     Operation *at = combine->output.getDefiningOp();
@@ -860,8 +902,23 @@ struct LoomRaiseMoePass : impl::LoomRaiseMoePassBase<LoomRaiseMoePass> {
         fc1Bias, fc2Bias, fc3, fc3Bias, MoeRouting::TopK, first.activation,
         (uint64_t)top.getK(), combine->normalize, llvm::APFloat(0.0),
         llvm::APFloat(0.0), llvm::APFloat(0.0));
-    if (failed(moe.verify())) {
-      moe->erase();
+    LogicalResult verified = success();
+    {
+      ScopedDiagnosticHandler quiet(moe.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      verified = moe.verify();
+    }
+    if (failed(verified)) {
+      // The op and the stacked weights built for it go.
+      Operation *op = moe;
+      while (op) {
+        Operation *prev = op->getPrevNode();
+        bool built = op == moe.getOperation() || op->use_empty();
+        if (!built || !isa<MoeOp, ReshapeOp, ConcatOp, TransposeOp>(op))
+          break;
+        op->erase();
+        op = prev;
+      }
       return "the layer found does not verify as loom.moe";
     }
     combine->output.replaceAllUsesWith(moe.getResult());

@@ -81,3 +81,75 @@ func.func @swapped(%x: tensor<4x2xf32>,
   %y = loom.add %o0, %o1 : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
   return %y : tensor<4x2xf32>
 }
+
+// -----
+
+// Two layers of the same form, the second on the first's output: each is
+// raised with its own experts.
+
+// CHECK: raised a mixture-of-experts layer at (no ONNX node): 2 experts (relu, biases), top-1
+// CHECK: raised a mixture-of-experts layer at (no ONNX node): 2 experts (relu, biases), top-1
+// CHECK-LABEL: func.func @two_layers
+// CHECK: %[[Y:.*]] = loom.moe top_k relu %arg0
+// CHECK: %[[Z:.*]] = loom.moe top_k relu %[[Y]]
+// CHECK: return %[[Z]]
+func.func @two_layers(%x: tensor<4x2xf32>,
+    %router: tensor<2x2xf32> {loom.param = "router"},
+    %w1a: tensor<3x2xf32> {loom.param = "e0.w1"}, %b1a: tensor<3xf32> {loom.param = "e0.b1"},
+    %w2a: tensor<2x3xf32> {loom.param = "e0.w2"},
+    %w1b: tensor<3x2xf32> {loom.param = "e1.w1"}, %b1b: tensor<3xf32> {loom.param = "e1.b1"},
+    %w2b: tensor<2x3xf32> {loom.param = "e1.w2"}) -> tensor<4x2xf32> {
+  %logits = loom.matmul %x, %router {transpose_rhs} : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+  %probs = loom.softmax %logits {axis = 1 : i64} : tensor<4x2xf32>
+  %vals, %idx = loom.top_k %probs {axis = 1 : i64, k = 1 : i64, largest} : (tensor<4x2xf32>) -> (tensor<4x1xf32>, tensor<4x1xi64>)
+  %c0 = loom.constant dense<0> : tensor<i64>
+  %c1 = loom.constant dense<1> : tensor<i64>
+  // expert 0
+  %h0 = loom.matmul %x, %w1a {transpose_rhs} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xf32>
+  %h0b = loom.add %h0, %b1a : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %a0 = loom.relu %h0b : tensor<4x3xf32>
+  %y0 = loom.matmul %a0, %w2a {transpose_rhs} : (tensor<4x3xf32>, tensor<2x3xf32>) -> tensor<4x2xf32>
+  %m0 = loom.equal %idx, %c0 : (tensor<4x1xi64>, tensor<i64>) -> tensor<4x1xi1>
+  %f0 = loom.cast %m0 : tensor<4x1xi1> -> tensor<4x1xf32>
+  %g0 = loom.mul %vals, %f0 : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+  %w0 = loom.reduce_sum %g0 {axes = array<i64: 1>, keepdims} : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %o0 = loom.mul %w0, %y0 : (tensor<4x1xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  // expert 1
+  %h1 = loom.matmul %x, %w1b {transpose_rhs} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xf32>
+  %h1b = loom.add %h1, %b1b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %a1 = loom.relu %h1b : tensor<4x3xf32>
+  %y1 = loom.matmul %a1, %w2b {transpose_rhs} : (tensor<4x3xf32>, tensor<2x3xf32>) -> tensor<4x2xf32>
+  %m1 = loom.equal %idx, %c1 : (tensor<4x1xi64>, tensor<i64>) -> tensor<4x1xi1>
+  %f1 = loom.cast %m1 : tensor<4x1xi1> -> tensor<4x1xf32>
+  %g1 = loom.mul %vals, %f1 : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+  %w1 = loom.reduce_sum %g1 {axes = array<i64: 1>, keepdims} : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %o1 = loom.mul %w1, %y1 : (tensor<4x1xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %y = loom.add %o0, %o1 : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %L2logits = loom.matmul %y, %router {transpose_rhs} : (tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x2xf32>
+  %L2probs = loom.softmax %L2logits {axis = 1 : i64} : tensor<4x2xf32>
+  %L2vals, %L2idx = loom.top_k %L2probs {axis = 1 : i64, k = 1 : i64, largest} : (tensor<4x2xf32>) -> (tensor<4x1xf32>, tensor<4x1xi64>)
+  %L2c0 = loom.constant dense<0> : tensor<i64>
+  %L2c1 = loom.constant dense<1> : tensor<i64>
+  // expert 0
+  %L2h0 = loom.matmul %y, %w1a {transpose_rhs} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xf32>
+  %L2h0b = loom.add %L2h0, %b1a : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %L2a0 = loom.relu %L2h0b : tensor<4x3xf32>
+  %z0 = loom.matmul %L2a0, %w2a {transpose_rhs} : (tensor<4x3xf32>, tensor<2x3xf32>) -> tensor<4x2xf32>
+  %L2m0 = loom.equal %L2idx, %L2c0 : (tensor<4x1xi64>, tensor<i64>) -> tensor<4x1xi1>
+  %L2f0 = loom.cast %L2m0 : tensor<4x1xi1> -> tensor<4x1xf32>
+  %L2g0 = loom.mul %L2vals, %L2f0 : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+  %L2w0 = loom.reduce_sum %L2g0 {axes = array<i64: 1>, keepdims} : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %L2o0 = loom.mul %L2w0, %z0 : (tensor<4x1xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  // expert 1
+  %L2h1 = loom.matmul %y, %w1b {transpose_rhs} : (tensor<4x2xf32>, tensor<3x2xf32>) -> tensor<4x3xf32>
+  %L2h1b = loom.add %L2h1, %b1b : (tensor<4x3xf32>, tensor<3xf32>) -> tensor<4x3xf32>
+  %L2a1 = loom.relu %L2h1b : tensor<4x3xf32>
+  %z1 = loom.matmul %L2a1, %w2b {transpose_rhs} : (tensor<4x3xf32>, tensor<2x3xf32>) -> tensor<4x2xf32>
+  %L2m1 = loom.equal %L2idx, %L2c1 : (tensor<4x1xi64>, tensor<i64>) -> tensor<4x1xi1>
+  %L2f1 = loom.cast %L2m1 : tensor<4x1xi1> -> tensor<4x1xf32>
+  %L2g1 = loom.mul %L2vals, %L2f1 : (tensor<4x1xf32>, tensor<4x1xf32>) -> tensor<4x1xf32>
+  %L2w1 = loom.reduce_sum %L2g1 {axes = array<i64: 1>, keepdims} : (tensor<4x1xf32>) -> tensor<4x1xf32>
+  %L2o1 = loom.mul %L2w1, %z1 : (tensor<4x1xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %z = loom.add %L2o0, %L2o1 : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  return %z : tensor<4x2xf32>
+}

@@ -10,6 +10,7 @@
 
 #include "Launch.h"
 #include "Plot.h"
+#include "Pretrained.h"
 #include "Training.h"
 #include "loom/runtime.h"
 
@@ -19,6 +20,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -131,6 +133,36 @@ static cl::opt<std::string>
                     "state, data position"),
            cl::value_desc("FILE.ckpt"), cl::sub(trainCommand),
            cl::cat(trainCategory));
+static cl::OptionCategory fineTuneCategory("Fine-tuning");
+static cl::opt<std::string> initFrom(
+    "init-from",
+    cl::desc("Start from pretrained parameters, matched by name: a "
+             ".safetensors file (a PyTorch or Hugging Face state dict; fp32, "
+             "fp16 and bf16 are converted), a .npz archive (numpy.savez) or "
+             "a Loom checkpoint. Optimizer state starts fresh and the step "
+             "counter at 0. Missing, unexpected or mis-shaped tensors are an "
+             "error that lists them, unless --init-partial"),
+    cl::value_desc("FILE"), cl::sub(trainCommand), cl::cat(fineTuneCategory));
+static cl::list<std::string> initMap(
+    "init-map",
+    cl::desc("Rename the file's tensors whose names start with OLD to start "
+             "with NEW instead (repeatable; the first that matches applies), "
+             "e.g. --init-map 'model.=' drops a prefix"),
+    cl::value_desc("OLD=NEW"), cl::sub(trainCommand),
+    cl::cat(fineTuneCategory));
+static cl::opt<bool> initPartial(
+    "init-partial",
+    cl::desc("Load what matches and print what was skipped: parameters the "
+             "file lacks keep the bundle's initial values"),
+    cl::sub(trainCommand), cl::cat(fineTuneCategory));
+static cl::list<std::string> freezeGlobs(
+    "freeze",
+    cl::desc("Check that the parameters matching GLOB are frozen in the "
+             "bundle (compiled with loomc --freeze GLOB, which removes their "
+             "gradients and optimizer state); a bundle that trains them is "
+             "an error that says to recompile"),
+    cl::value_desc("GLOB"), cl::sub(trainCommand), cl::cat(fineTuneCategory));
+
 static cl::opt<std::string> plotPath("plot",
                                      cl::desc("Write the loss curves as PNG"),
                                      cl::value_desc("FILE.png"),
@@ -620,6 +652,9 @@ int runTrain(int argc, char **argv) {
   for (auto &[name, t] : tensors)
     if (t.info.kind == LOOM_TENSOR_PARAMETER || t.info.kind == LOOM_TENSOR_STATE)
       stateNames.push_back(name);
+  if (!initFrom.empty() && !resume.empty())
+    return fail("--init-from starts a new run and --resume continues one; "
+                "give one of them");
   if (!resume.empty()) {
     train::Checkpoint ckpt;
     if (!train::readCheckpoint(resume, ckpt, error))
@@ -662,6 +697,113 @@ int runTrain(int argc, char **argv) {
     log << "resumed from " << resume << " at step " << step << "\n";
   }
 
+  // Freezing is compiled in: a parameter the step updates is not frozen.
+  for (const std::string &glob : freezeGlobs) {
+    llvm::Expected<llvm::GlobPattern> pattern = llvm::GlobPattern::create(glob);
+    if (!pattern)
+      return fail("--freeze '" + glob + "': " + toString(pattern.takeError()));
+    unsigned matched = 0;
+    for (auto &[name, t] : tensors) {
+      if (t.info.kind != LOOM_TENSOR_PARAMETER || !pattern->match(name))
+        continue;
+      ++matched;
+      for (auto &[outName, out] : tensors)
+        if (out.info.kind == LOOM_TENSOR_OUTPUT &&
+            out.info.updates == (int64_t)t.index)
+          return fail("parameter \"" + name + "\" is trained by " + bundle +
+                      "; freezing removes its gradient at compile time: "
+                      "recompile with loomc --freeze '" + glob + "'");
+    }
+    if (matched == 0)
+      return fail("--freeze '" + glob + "' matches no parameter of " + bundle);
+  }
+
+  if (!initFrom.empty()) {
+    run::Pretrained pretrained;
+    if (!run::readPretrained(initFrom, pretrained, error))
+      return fail(error);
+    // Renamed as --init-map says.
+    std::map<std::string, npy::Array> byName;
+    for (auto &[name, a] : pretrained.tensors) {
+      std::string renamed = name;
+      for (const std::string &rule : initMap) {
+        auto [from, to] = StringRef(rule).split('=');
+        if (!StringRef(rule).contains('='))
+          return fail("--init-map expects OLD=NEW, got '" + rule + "'");
+        if (StringRef(name).starts_with(from)) {
+          renamed = (to + StringRef(name).drop_front(from.size())).str();
+          break;
+        }
+      }
+      byName[renamed] = std::move(a);
+    }
+    std::vector<std::string> missing, misshaped, unexpected;
+    std::vector<std::pair<std::string, npy::Array *>> loads;
+    for (auto &[name, t] : tensors) {
+      if (t.info.kind != LOOM_TENSOR_PARAMETER)
+        continue;
+      auto it = byName.find(name);
+      if (it == byName.end()) {
+        missing.push_back(name);
+        continue;
+      }
+      std::vector<int64_t> whole = wholeShapeOf(train.get(), t);
+      bool floats = it->second.dtype == LOOM_DTYPE_FLOAT32 ||
+                    it->second.dtype == LOOM_DTYPE_FLOAT64 ||
+                    it->second.dtype == LOOM_DTYPE_FLOAT16 ||
+                    it->second.dtype == LOOM_DTYPE_BFLOAT16;
+      if (it->second.shape != whole || !floats ||
+          t.info.dtype != LOOM_DTYPE_FLOAT32)
+        misshaped.push_back(
+            name + " (" + loom_dtype_name(it->second.dtype) + " " +
+            shapeText(it->second.shape.data(), it->second.shape.size()) +
+            " in the file, " + loom_dtype_name(t.info.dtype) + " " +
+            shapeText(whole.data(), whole.size()) + " in the bundle)");
+      else
+        loads.push_back({name, &it->second});
+    }
+    for (auto &[name, a] : byName)
+      if (!tensors.count(name) ||
+          tensors[name].info.kind != LOOM_TENSOR_PARAMETER)
+        unexpected.push_back(name);
+    auto listed = [](const std::vector<std::string> &names) {
+      std::string text;
+      for (size_t i = 0; i < names.size() && i < 8; ++i)
+        text += (i ? ", " : "") + names[i];
+      if (names.size() > 8)
+        text += ", ... (" + std::to_string(names.size()) + " in all)";
+      return text;
+    };
+    std::string problems;
+    if (!missing.empty())
+      problems += "\n  parameters the file lacks: " + listed(missing);
+    if (!unexpected.empty())
+      problems += "\n  tensors of the file that are no parameter: " +
+                  listed(unexpected);
+    if (!misshaped.empty())
+      problems += "\n  tensors of another shape or type: " + listed(misshaped);
+    if (!problems.empty() && !initPartial)
+      return fail(initFrom + " does not match " + bundle + ":" + problems +
+                  "\n(--init-partial loads what matches)");
+    for (auto &[name, a] : loads) {
+      // Converted to the parameter's f32.
+      size_t n = a->numElements();
+      std::vector<float> values(n);
+      for (size_t i = 0; i < n; ++i)
+        values[i] = (float)npy::elementAsDouble(a->data.data(), a->dtype, i);
+      if (std::string e = take(loom_session_set_tensor_whole(
+              train.get(), tensors[name].index, values.data(),
+              values.size() * sizeof(float)));
+          !e.empty())
+        return fail(e);
+    }
+    log << "initialized " << loads.size() << " of "
+        << loads.size() + missing.size() + misshaped.size()
+        << " parameters from " << initFrom << "\n";
+    if (!problems.empty())
+      log << "skipped (--init-partial):" << problems << "\n";
+  }
+
   // Every rank takes part (split tensors are gathered); rank 0 writes.
   auto saveCheckpoint = [&](const std::string &file) -> bool {
     train::Checkpoint ckpt;
@@ -688,6 +830,12 @@ int runTrain(int argc, char **argv) {
     if (std::isfinite(bestVal))
       ckpt.numbers["best_val_loss"] = bestVal;
     ckpt.strings["bundle"] = bundle;
+    // Which tensors are parameters (--init-from reads only those).
+    std::string params;
+    for (const std::string &name : stateNames)
+      if (tensors[name].info.kind == LOOM_TENSOR_PARAMETER)
+        params += (params.empty() ? "" : "\n") + name;
+    ckpt.strings["parameters"] = params;
     SmallString<256> path(checkpointDir);
     sys::path::append(path, file);
     if (!train::writeCheckpoint(std::string(path), ckpt, error)) {

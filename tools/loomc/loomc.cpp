@@ -179,6 +179,14 @@ static cl::opt<std::string> memoryBudget(
              "number of bytes"),
     cl::value_desc("SIZE"), cl::cat(trainCategory));
 
+static cl::list<std::string> freezeGlobs(
+    "freeze",
+    cl::desc("Freeze the parameters whose ONNX name matches GLOB "
+             "(repeatable): they keep their values, get no gradient code and "
+             "no optimizer state (--report shows the bytes saved); for "
+             "fine-tuning, with loom-run train --init-from"),
+    cl::value_desc("GLOB"), cl::cat(trainCategory));
+
 static cl::OptionCategory parallelCategory("Parallelism");
 static cl::opt<std::string>
     mesh("mesh",
@@ -439,6 +447,7 @@ int main(int argc, char **argv) {
     t.epsilon = adamEps;
     t.schedule = schedule;
     t.warmupSteps = warmupSteps;
+    t.freeze.assign(freezeGlobs.begin(), freezeGlobs.end());
     t.totalSteps = totalSteps;
     t.minLr = minLr;
     t.clipNorm = clipNorm;

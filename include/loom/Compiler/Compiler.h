@@ -59,6 +59,9 @@ struct TrainOptions {
   std::string lossScale = "none";
   double lossScaleInit = 65536.0;
   int64_t lossScaleGrowthInterval = 2000;
+  /// Parameters matching these globs are frozen: no gradient code, no
+  /// optimizer state.
+  std::vector<std::string> freeze;
 };
 
 struct CompilerOptions {
