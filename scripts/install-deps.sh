@@ -12,6 +12,16 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
 )
 
+# TensorBoard's event reader checks loom-run's --tensorboard files
+# (test/e2e/tensorboard.test, skipped without it). It is not a Debian package:
+# pip installs it into the python3 on PATH when that one has pip.
+if ! python3 -c "import tensorboard" 2>/dev/null; then
+  if python3 -m pip --version >/dev/null 2>&1; then
+    python3 -m pip install -q tensorboard 2>/dev/null ||
+      echo "install-deps: could not install tensorboard with pip; its test will be skipped"
+  fi
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

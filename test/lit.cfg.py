@@ -28,3 +28,18 @@ llvm_config.add_tool_substitutions(["loom-opt", "loomc", "loom-run",
                                     "trajectory-compare", "comm-check"],
                                    [config.loom_tools_dir])
 llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])
+
+# TensorBoard's own event reader, for the --tensorboard test: a Python that
+# can import it (scripts/install-deps.sh installs it with pip when it can).
+import shutil
+import subprocess
+for candidate in [shutil.which("python3"), getattr(config, "python_executable", None)]:
+    if not candidate:
+        continue
+    probe = subprocess.run(
+        [candidate, "-c", "import tensorboard.backend.event_processing.event_accumulator"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if probe.returncode == 0:
+        config.available_features.add("tensorboard")
+        config.substitutions.append(("%tbpython", candidate))
+        break

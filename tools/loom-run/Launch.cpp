@@ -160,6 +160,8 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     // A rank that died makes its peers fail at their next collective,
     // almost at once: among the ranks that end within a moment of the
     // first failure, one killed by a signal is the cause.
+    // Ranks reaped in the moment below still count among those stopped.
+    size_t reaped = 0;
     if (!WIFSIGNALED(status)) {
       auto grace = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(200);
@@ -175,6 +177,7 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
           continue;
         int otherRank = found->second;
         ranks.erase(found);
+        ++reaped;
         if (WIFSIGNALED(other)) {
           rank = otherRank;
           status = other;
@@ -186,8 +189,8 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     firstStatus = describe(status);
     WithColor::error(errs(), "loom-run launch")
         << "rank " << rank << " of " << nproc << " failed (" << firstStatus
-        << "); stopping the other " << ranks.size() << " rank"
-        << (ranks.size() == 1 ? "" : "s") << "\n";
+        << "); stopping the other " << ranks.size() + reaped << " rank"
+        << (ranks.size() + reaped == 1 ? "" : "s") << "\n";
     for (auto &[p, r] : ranks)
       ::kill(p, SIGTERM);
     deadline = std::chrono::steady_clock::now() +

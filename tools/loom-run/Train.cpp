@@ -11,6 +11,7 @@
 #include "Launch.h"
 #include "Plot.h"
 #include "Pretrained.h"
+#include "TensorBoard.h"
 #include "Training.h"
 #include "loom/runtime.h"
 
@@ -163,6 +164,12 @@ static cl::list<std::string> freezeGlobs(
              "an error that says to recompile"),
     cl::value_desc("GLOB"), cl::sub(trainCommand), cl::cat(fineTuneCategory));
 
+static cl::opt<std::string> tensorboardDir(
+    "tensorboard",
+    cl::desc("Write TensorBoard event files to DIR (rank 0): loss, lr, "
+             "samples_per_sec, val_loss, and with loss scaling loss_scale "
+             "and skipped_steps, by step; view with tensorboard --logdir DIR"),
+    cl::value_desc("DIR"), cl::sub(trainCommand), cl::cat(trainCategory));
 static cl::opt<std::string> plotPath("plot",
                                      cl::desc("Write the loss curves as PNG"),
                                      cl::value_desc("FILE.png"),
@@ -915,8 +922,25 @@ int runTrain(int argc, char **argv) {
     skippedIndex = tensors["loss_scale.skipped_steps"].index;
   }
   double scale = NAN, skipped = NAN;
+  run::EventWriter events;
+  if (!tensorboardDir.empty() && leader &&
+      !events.open(tensorboardDir, error))
+    return fail(error);
   auto record = [&](int64_t s, int64_t epoch, double loss, double lr,
                     double rate, double val, double stepMs) {
+    if (events.isOpen()) {
+      if (!std::isnan(val)) {
+        events.scalar("val_loss", s, val);
+      } else {
+        events.scalar("loss", s, loss);
+        events.scalar("lr", s, lr);
+        events.scalar("samples_per_sec", s, rate);
+        if (scaleIndex) {
+          events.scalar("loss_scale", s, scale);
+          events.scalar("skipped_steps", s, skipped);
+        }
+      }
+    }
     if (!metrics.is_open())
       return;
     char line[384];
