@@ -9,6 +9,7 @@
 
 #include "Allocator.h"
 #include "Collectives.h"
+#include "Status.h"
 #include "Trace.h"
 #include "loom/runtime.h"
 
@@ -16,6 +17,7 @@
 
 #include <dlfcn.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -27,16 +29,9 @@
 #include <string>
 #include <vector>
 
-struct loom_status_s {
-  loom_status_code_t code;
-  std::string message;
-};
-
 namespace {
 
-loom_status_t makeStatus(loom_status_code_t code, std::string message) {
-  return new (std::nothrow) loom_status_s{code, std::move(message)};
-}
+using loom::rt::makeStatus;
 
 struct AlignedFree {
   void operator()(void *p) const { std::free(p); }
@@ -375,6 +370,7 @@ static loom_status_t createSession(const std::string &dir,
              : kind == "parameter" ? LOOM_TENSOR_PARAMETER
              : kind == "output"    ? LOOM_TENSOR_OUTPUT
              : kind == "state"     ? LOOM_TENSOR_STATE
+             : kind == "hyperparameter" ? LOOM_TENSOR_HYPERPARAMETER
                                    : (loom_tensor_kind_t)-1;
     if (t.name.empty() || (int)t.kind < 0)
       return bad("an argument has no name or an unknown kind \"" + kind + "\"");
@@ -408,6 +404,15 @@ static loom_status_t createSession(const std::string &dir,
     if (t.kind == LOOM_TENSOR_STATE) {
       if (arg.value("init", "") != "zeros")
         return bad("state \"" + t.name + "\" has no known initial value");
+      t.set = true;
+    }
+    if (t.kind == LOOM_TENSOR_HYPERPARAMETER) {
+      if (t.dtype != LOOM_DTYPE_FLOAT64 || count != 1 ||
+          !arg.contains("default") || !arg["default"].is_number())
+        return bad("hyperparameter \"" + t.name +
+                   "\" is not a float64 scalar with a default");
+      double value = arg["default"].get<double>();
+      std::memcpy(t.data.get(), &value, sizeof value);
       t.set = true;
     }
     if (t.kind == LOOM_TENSOR_OUTPUT && arg.contains("updates"))
@@ -725,7 +730,8 @@ loom_status_t loom_session_memory_stats(const loom_session_t *session,
     switch (t.kind) {
     case LOOM_TENSOR_PARAMETER: out_stats->parameter_bytes += t.bytes; break;
     case LOOM_TENSOR_STATE: out_stats->state_bytes += t.bytes; break;
-    case LOOM_TENSOR_INPUT: out_stats->input_bytes += t.bytes; break;
+    case LOOM_TENSOR_INPUT:
+    case LOOM_TENSOR_HYPERPARAMETER: out_stats->input_bytes += t.bytes; break;
     case LOOM_TENSOR_OUTPUT: out_stats->output_bytes += t.bytes; break;
     }
   }
@@ -933,6 +939,58 @@ loom_status_t loom_session_set_tensor(loom_session_t *session, size_t index,
   if (bytes)
     std::memcpy(t.data.get(), data, bytes);
   t.set = true;
+  return nullptr;
+}
+
+/// The hyperparameter tensor `name` ("lr", stored as "hparam.lr").
+static loom_status_t findHyperparameter(const loom_session_t *session,
+                                        const char *name, size_t &index) {
+  if (!session || !name)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      "session and name must not be NULL");
+  std::string wanted = std::string("hparam.") + name, known;
+  for (size_t i = 0; i < session->tensors.size(); ++i) {
+    const Tensor &t = session->tensors[i];
+    if (t.kind != LOOM_TENSOR_HYPERPARAMETER)
+      continue;
+    if (t.name == wanted) {
+      index = i;
+      return nullptr;
+    }
+    known += (known.empty() ? "" : ", ") + t.name.substr(7);
+  }
+  if (known.empty())
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      std::string("the bundle has no run-time hyperparameter "
+                                  "\"") +
+                          name +
+                          "\": its hyperparameters are compiled in (compile "
+                          "it with loomc --runtime-hyperparams)");
+  return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                    std::string("the bundle has no run-time hyperparameter \"") +
+                        name + "\" (it has " + known + ")");
+}
+
+loom_status_t loom_session_set_hyperparameter(loom_session_t *session,
+                                              const char *name, double value) {
+  size_t index = 0;
+  if (loom_status_t status = findHyperparameter(session, name, index))
+    return status;
+  if (!std::isfinite(value))
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
+                      std::string("hyperparameter \"") + name +
+                          "\" must be finite");
+  return loom_session_set_tensor(session, index, &value, sizeof value);
+}
+
+loom_status_t loom_session_hyperparameter(const loom_session_t *session,
+                                          const char *name, double *out_value) {
+  size_t index = 0;
+  if (loom_status_t status = findHyperparameter(session, name, index))
+    return status;
+  if (!out_value)
+    return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, "out_value is NULL");
+  std::memcpy(out_value, session->tensors[index].data.get(), sizeof(double));
   return nullptr;
 }
 

@@ -10,6 +10,8 @@ PACKAGES=(
   libgtest-dev
   libgloo-dev libdnnl-dev libopenblas-dev nlohmann-json3-dev libpng-dev
   clang-14 libclang-rt-14-dev
+  # The loom Python package's tests and the Optuna example (ctest's python).
+  python3-numpy python3-pytest python3-optuna python3-matplotlib python3-sklearn
 )
 
 # TensorBoard's event reader checks loom-run's --tensorboard files

@@ -93,6 +93,10 @@ typedef enum loom_tensor_kind_t {
   LOOM_TENSOR_OUTPUT = 2,
   /** Optimizer state and step counters of a training step; starts at 0. */
   LOOM_TENSOR_STATE = 3,
+  /** A float64 scalar of the optimizer or the schedule that a training step
+   *  compiled with `loomc --runtime-hyperparams` takes at run time, named
+   *  "hparam.<name>" ("hparam.lr"); starts at the value given to loomc. */
+  LOOM_TENSOR_HYPERPARAMETER = 4,
 } loom_tensor_kind_t;
 
 typedef struct loom_tensor_info_t {
@@ -217,6 +221,20 @@ LOOM_API loom_status_t loom_session_find_tensor(const loom_session_t *session,
 LOOM_API loom_status_t loom_session_set_tensor(loom_session_t *session,
                                                size_t index, const void *data,
                                                size_t bytes);
+/** Sets the run-time hyperparameter `name` of a training step compiled
+ *  with `loomc --runtime-hyperparams`: "lr", "weight_decay", "clip_norm"
+ *  (0: no clipping), "momentum" (sgd), "beta1", "beta2", "epsilon" (adam,
+ *  adamw), "warmup_steps" (warmup and cosine schedules), "total_steps" and
+ *  "min_lr" (cosine). It holds for the following runs. A bundle whose
+ *  hyperparameters are compiled in, or that lacks `name`, gives
+ *  LOOM_STATUS_INVALID_ARGUMENT with a message that says so. */
+LOOM_API loom_status_t loom_session_set_hyperparameter(loom_session_t *session,
+                                                       const char *name,
+                                                       double value);
+/** The current value of the run-time hyperparameter `name`. */
+LOOM_API loom_status_t loom_session_hyperparameter(
+    const loom_session_t *session, const char *name, double *out_value);
+
 /** Runs the entry point; every input must have been set once. Afterwards,
  *  outputs that update a parameter or state tensor are swapped into it. */
 LOOM_API loom_status_t loom_session_run(loom_session_t *session);
@@ -226,6 +244,26 @@ LOOM_API loom_status_t loom_session_tensor_data(const loom_session_t *session,
                                                 size_t index,
                                                 const void **out_data,
                                                 size_t *out_bytes);
+
+/*===--------------------------------------------------------------------===*
+ * Checkpoints
+ *===--------------------------------------------------------------------===*/
+
+/** Writes the session's parameters, optimizer state and run-time
+ *  hyperparameters, whole, to `path` in the checkpoint format of `loom-run
+ *  train --checkpoint-dir` (which `loom-run train --init-from` reads),
+ *  atomically: a temporary file renamed over `path`. For tensors split over
+ *  the run's ranks it is a collective that every rank calls; rank 0
+ *  writes. */
+LOOM_API loom_status_t loom_session_save_checkpoint(loom_session_t *session,
+                                                    const char *path);
+/** Restores what loom_session_save_checkpoint or `loom-run train` saved:
+ *  every parameter and state tensor by name (each rank takes its block),
+ *  and the run-time hyperparameters. A checkpoint that lacks a tensor, has
+ *  one the session does not, or holds one of another dtype or whole shape
+ *  is refused before anything is set. */
+LOOM_API loom_status_t loom_session_load_checkpoint(loom_session_t *session,
+                                                    const char *path);
 
 /*===--------------------------------------------------------------------===*
  * Tracing

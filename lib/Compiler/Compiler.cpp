@@ -150,8 +150,13 @@ static CompiledMemory compiledMemoryOf(ModuleOp llvmModule,
     if (e.name == name)
       entry = &e;
   memory.entry = entry->name;
-  for (const EntryArgument &arg : entry->arguments)
-    memory.arguments[static_cast<int>(arg.kind)] += arg.bytes;
+  for (const EntryArgument &arg : entry->arguments) {
+    // Run-time hyperparameters are scalars the caller sets, as inputs are.
+    EntryArgument::Kind kind = arg.kind == EntryArgument::Kind::Hyperparameter
+                                   ? EntryArgument::Kind::Input
+                                   : arg.kind;
+    memory.arguments[static_cast<int>(kind)] += arg.bytes;
+  }
   if (auto peaks = llvmModule->getAttrOfType<DictionaryAttr>("loom.buffer_peak"))
     if (auto peak = peaks.getAs<IntegerAttr>(entry->name))
       memory.temporaries = peak.getInt();
@@ -546,6 +551,7 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     pass.totalSteps = t.totalSteps;
     pass.minLr = t.minLr;
     pass.clipNorm = t.clipNorm;
+    pass.runtimeHyperparams = t.runtimeHyperparams;
     pass.accumulate = t.accumulate;
     pass.lossScale = t.lossScale;
     pass.lossScaleInit = t.lossScaleInit;

@@ -110,12 +110,22 @@ makeArgument(Type type, DictionaryAttr attrs, EntryArgument::Kind kind,
   StringRef nameAttr = kind == EntryArgument::Kind::Parameter ? "loom.param"
                        : kind == EntryArgument::Kind::State   ? "loom.state"
                        : kind == EntryArgument::Kind::Input   ? "loom.input"
-                                                              : "loom.output";
+                       : kind == EntryArgument::Kind::Hyperparameter
+                           ? "loom.hyperparam"
+                           : "loom.output";
   auto name = attrs ? attrs.getAs<StringAttr>(nameAttr) : StringAttr();
   arg.name = name ? name.str()
                   : (kind == EntryArgument::Kind::Output ? "output"
                                                          : "input") +
                         std::to_string(index);
+  if (kind == EntryArgument::Kind::Hyperparameter) {
+    auto value = attrs.getAs<FloatAttr>("loom.default");
+    if (!value || !tensor.getElementType().isF64() || tensor.getRank() != 0)
+      return emitError(loc) << "hyperparameter '" << arg.name
+                            << "' must be an f64 scalar with a loom.default";
+    arg.name = "hparam." + arg.name;
+    arg.defaultValue = value.getValueAsDouble();
+  }
   if (kind == EntryArgument::Kind::Parameter) {
     FailureOr<std::vector<char>> bytes =
         initialBytes(attrs.get("loom.init"), tensor, loc);
@@ -209,10 +219,12 @@ mlir::loom::collectEntrySignatures(ModuleOp module) {
       DictionaryAttr attrs = func.getArgAttrDict(i);
       bool isParam = attrs && attrs.get("loom.param") && attrs.get("loom.init");
       bool isState = attrs && attrs.get("loom.state");
+      bool isHyper = attrs && attrs.get("loom.hyperparam");
       FailureOr<EntryArgument> arg = makeArgument(
           type, attrs,
           isParam   ? EntryArgument::Kind::Parameter
           : isState ? EntryArgument::Kind::State
+          : isHyper ? EntryArgument::Kind::Hyperparameter
                     : EntryArgument::Kind::Input,
           i, func.getLoc());
       if (failed(arg))
@@ -366,6 +378,8 @@ static StringRef kindName(EntryArgument::Kind kind) {
     return "state";
   case EntryArgument::Kind::Output:
     return "output";
+  case EntryArgument::Kind::Hyperparameter:
+    return "hyperparameter";
   }
   return "input";
 }
@@ -463,6 +477,8 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
       }
       if (arg.kind == EntryArgument::Kind::State)
         obj["init"] = "zeros";
+      if (arg.kind == EntryArgument::Kind::Hyperparameter)
+        obj["default"] = arg.defaultValue;
       if (!arg.updates.empty())
         obj["updates"] = arg.updates;
       if (!arg.logicalShape.empty())

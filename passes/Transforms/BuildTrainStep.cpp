@@ -49,6 +49,51 @@ struct Scalars {
   Value add(Value x, double c) { return add(x, constant(c)); }
 };
 
+/// The optimizer's and schedule's hyperparameters as f64 scalars: constants,
+/// or with runtime-hyperparams arguments of the training step that the
+/// runtime sets (`loom.hyperparam`). Quantities derived from them are
+/// computed in f64 and rounded once to f32 (`f32`); ops on constants fold as
+/// they are built, so compiled-in values give the constants they always did
+/// and a bundle given the same values at run time computes the same bits.
+struct Hyperparams {
+  OpBuilder &b;
+  Location loc;
+  bool runtime;
+  llvm::StringMap<Value> arguments;
+
+  /// Appends the argument `name` (default `value`) to `train` when the
+  /// values are set at run time.
+  void declare(func::FuncOp train, StringRef name, double value) {
+    if (!runtime)
+      return;
+    auto type = RankedTensorType::get({}, b.getF64Type());
+    auto attrs = b.getDictionaryAttr(
+        {b.getNamedAttr("loom.hyperparam", b.getStringAttr(name)),
+         b.getNamedAttr("loom.default", b.getF64FloatAttr(value))});
+    unsigned index = train.getNumArguments();
+    (void)train.insertArgument(index, type, attrs, train.getLoc());
+    arguments[name] = train.getArgument(index);
+  }
+  /// The hyperparameter `name`, whose compiled-in value is `value`.
+  Value get(StringRef name, double value) {
+    if (Value arg = arguments.lookup(name))
+      return arg;
+    return constant(value);
+  }
+  Value constant(double v) {
+    return ConstantOp::create(b, loc, RankedTensorType::get({}, b.getF64Type()),
+                              v);
+  }
+  Value add(Value x, Value y) { return b.createOrFold<AddOp>(loc, x, y); }
+  Value sub(Value x, Value y) { return b.createOrFold<SubOp>(loc, x, y); }
+  Value mul(Value x, Value y) { return b.createOrFold<MulOp>(loc, x, y); }
+  Value div(Value x, Value y) { return b.createOrFold<DivOp>(loc, x, y); }
+  Value f32(Value x) {
+    return b.createOrFold<CastOp>(loc, RankedTensorType::get({}, b.getF32Type()),
+                                  x);
+  }
+};
+
 /// The output of `func` called `name` (`loom.output`), or -1.
 int findOutput(func::FuncOp func, StringRef name) {
   for (unsigned i = 0; i < func.getNumResults(); ++i)
@@ -273,26 +318,35 @@ struct LoomBuildTrainStepPass
   }
 
   /// The learning rate at 0-based step `s` (an f32 scalar).
-  Value learningRate(Scalars &s, Value step) {
-    Value base = s.constant(lr);
+  Value learningRate(Scalars &s, Hyperparams &h, Value step) {
+    Value lrH = h.get("lr", lr);
+    Value base = h.f32(lrH);
     if (schedule == "constant")
       return base;
+    Value warmup = h.get("warmup_steps", (double)warmupSteps);
     Value warm = base;
-    if (warmupSteps > 0)
-      warm = s.mul(base, s.min(s.constant(1.0),
-                               s.mul(s.add(step, 1.0), 1.0 / warmupSteps)));
+    if (h.runtime || warmupSteps > 0)
+      warm = s.mul(base,
+                   s.min(s.constant(1.0),
+                         s.mul(s.add(step, 1.0),
+                               h.f32(h.div(h.constant(1.0), warmup)))));
     if (schedule == "warmup")
       return warm;
     // Cosine decay from lr at the end of warmup to min-lr at total-steps.
-    Value progress = s.mul(s.add(step, -(double)warmupSteps),
-                           1.0 / (double)(totalSteps - warmupSteps));
+    Value total = h.get("total_steps", (double)totalSteps);
+    Value minLrH = h.get("min_lr", minLr);
+    Value progress =
+        s.mul(s.add(step, h.f32(h.sub(h.constant(0.0), warmup))),
+              h.f32(h.div(h.constant(1.0), h.sub(total, warmup))));
     progress = s.min(s.max(progress, s.constant(0.0)), s.constant(1.0));
     Value cosine = CosOp::create(s.b, s.loc, s.mul(progress, M_PI));
-    Value decayed = s.add(s.mul(s.add(cosine, 1.0), 0.5 * (lr - minLr)), minLr);
-    if (warmupSteps == 0)
+    Value decayed =
+        s.add(s.mul(s.add(cosine, 1.0),
+                    h.f32(h.mul(h.constant(0.5), h.sub(lrH, minLrH)))),
+              h.f32(minLrH));
+    if (!h.runtime && warmupSteps == 0)
       return decayed;
-    Value inWarmup = LessOp::create(s.b, s.loc, step,
-                                    s.constant((double)warmupSteps));
+    Value inWarmup = LessOp::create(s.b, s.loc, step, h.f32(warmup));
     return WhereOp::create(s.b, s.loc, inWarmup, warm, decayed);
   }
 
@@ -410,6 +464,36 @@ struct LoomBuildTrainStepPass
       }
     Type f32 = b.getF32Type();
     Scalars s{b, loc, f32};
+    // Run-time hyperparameters: arguments after the batch, in this order.
+    Hyperparams h{b, loc, runtimeHyperparams, {}};
+    h.declare(train, "lr", lr);
+    if (schedule != "constant")
+      h.declare(train, "warmup_steps", (double)warmupSteps);
+    if (schedule == "cosine") {
+      h.declare(train, "total_steps", (double)totalSteps);
+      h.declare(train, "min_lr", minLr);
+    }
+    h.declare(train, "weight_decay", weightDecay);
+    // A global gradient norm spans pipeline stages, which pipelining does
+    // not support yet: a pipelined step clips only when compiled to.
+    bool pipelined = train
+                         .walk([](Operation *op) {
+                           return op->hasAttr(kStageAttr)
+                                      ? WalkResult::interrupt()
+                                      : WalkResult::advance();
+                         })
+                         .wasInterrupted();
+    bool clips = clipNorm > 0 || (runtimeHyperparams && !pipelined);
+    if (clips)
+      h.declare(train, "clip_norm", clipNorm);
+    if (optimizer == "sgd") {
+      h.declare(train, "momentum", momentum);
+    } else {
+      h.declare(train, "beta1", beta1);
+      h.declare(train, "beta2", beta2);
+      h.declare(train, "epsilon", epsilon);
+    }
+    b.setInsertionPoint(ret);
     auto stepType = RankedTensorType::get({}, b.getI64Type());
     auto i64Scalar = [&](int64_t v) -> Value {
       return ConstantOp::create(b, loc, stepType, (double)v);
@@ -480,7 +564,7 @@ struct LoomBuildTrainStepPass
     Value step = addState(train, stepType, "step");
     b.setInsertionPoint(ret);
     Value stepF = CastOp::create(b, loc, RankedTensorType::get({}, f32), step);
-    Value rate = learningRate(s, stepF);
+    Value rate = learningRate(s, h, stepF);
 
     // Gradient accumulation: each call adds its micro-batch's gradient to an
     // accumulator; every `accumulate`-th call applies the optimizer to their
@@ -549,8 +633,9 @@ struct LoomBuildTrainStepPass
                   : next;
     };
 
-    // Global-norm clipping.
-    if (clipNorm > 0) {
+    // Global-norm clipping (at run time, a clip-norm of 0 leaves the
+    // gradients as they are).
+    if (clips) {
       Value total = s.constant(0.0);
       for (unsigned i : trainable) {
         Value g = (*grads)[i];
@@ -559,8 +644,12 @@ struct LoomBuildTrainStepPass
                                  ArrayRef<int64_t>{}, false)));
       }
       Value norm = SqrtOp::create(b, loc, total);
-      Value coef = s.min(s.div(s.constant(clipNorm), s.add(norm, 1e-6)),
-                         s.constant(1.0));
+      Value clip = h.f32(h.get("clip_norm", clipNorm));
+      Value coef = s.min(s.div(clip, s.add(norm, 1e-6)), s.constant(1.0));
+      if (h.runtime)
+        coef = WhereOp::create(b, loc,
+                               LessOp::create(b, loc, s.constant(0.0), clip),
+                               coef, s.constant(1.0));
       for (unsigned i : trainable)
         (*grads)[i] = MulOp::create(b, loc, (*grads)[i], like(coef, params[i]));
     }
@@ -598,21 +687,26 @@ struct LoomBuildTrainStepPass
       };
       Value lrP = c(rate);
       Value updated;
+      // At run time, a weight decay or momentum of 0 is applied and
+      // changes nothing.
+      bool decays = h.runtime || weightDecay != 0;
+      Value decay = h.f32(h.get("weight_decay", weightDecay));
       if (optimizer == "sgd") {
-        if (weightDecay != 0)
-          g = addv(g, mul(p, c(s.constant(weightDecay))));
+        if (decays)
+          g = addv(g, mul(p, c(decay)));
         Value direction = g;
-        if (momentum > 0) {
+        if (h.runtime || momentum > 0) {
           Value buf =
               addState(train, p.getType(), name.str() + ".momentum", name);
           b.setInsertionPoint(ret);
-          Value next = addv(mul(buf, c(s.constant(momentum))), g);
+          Value mu = h.f32(h.get("momentum", momentum));
+          Value next = addv(mul(buf, c(mu)), g);
           stateResults.push_back(next);
           stateOld.push_back(buf);
           stateAttrs.push_back(outputAttr(b, name.str() + ".momentum.next",
                                           name.str() + ".momentum"));
           direction =
-              nesterov ? addv(g, mul(next, c(s.constant(momentum)))) : next;
+              nesterov ? addv(g, mul(next, c(mu))) : next;
         }
         updated = SubOp::create(b, loc, p, mul(direction, lrP));
       } else {
@@ -620,22 +714,23 @@ struct LoomBuildTrainStepPass
         Value v =
             addState(train, p.getType(), name.str() + ".exp_avg_sq", name);
         b.setInsertionPoint(ret);
-        if (optimizer == "adamw" && weightDecay != 0)
-          p = mul(p, c(s.sub(s.constant(1.0), s.mul(rate, weightDecay))));
-        else if (weightDecay != 0)
-          g = addv(g, mul(p, c(s.constant(weightDecay))));
-        Value m2 = addv(mul(m, c(s.constant(beta1))),
-                        mul(g, c(s.constant(1.0 - beta1))));
-        Value v2 = addv(mul(v, c(s.constant(beta2))),
-                        mul(mul(g, g), c(s.constant(1.0 - beta2))));
-        Value bc1 = s.sub(s.constant(1.0),
-                          PowOp::create(b, loc, s.constant(beta1), t));
-        Value bc2 = s.sub(s.constant(1.0),
-                          PowOp::create(b, loc, s.constant(beta2), t));
+        if (optimizer == "adamw" && decays)
+          p = mul(p, c(s.sub(s.constant(1.0), s.mul(rate, decay))));
+        else if (decays)
+          g = addv(g, mul(p, c(decay)));
+        Value b1 = h.get("beta1", beta1), b2 = h.get("beta2", beta2);
+        Value one = h.constant(1.0);
+        Value m2 = addv(mul(m, c(h.f32(b1))), mul(g, c(h.f32(h.sub(one, b1)))));
+        Value v2 = addv(mul(v, c(h.f32(b2))),
+                        mul(mul(g, g), c(h.f32(h.sub(one, b2)))));
+        Value bc1 =
+            s.sub(s.constant(1.0), PowOp::create(b, loc, h.f32(b1), t));
+        Value bc2 =
+            s.sub(s.constant(1.0), PowOp::create(b, loc, h.f32(b2), t));
         Value stepSize = s.div(rate, bc1);
         Value denom = addv(DivOp::create(b, loc, SqrtOp::create(b, loc, v2),
                                          c(SqrtOp::create(b, loc, bc2))),
-                           c(s.constant(epsilon)));
+                           c(h.f32(h.get("epsilon", epsilon))));
         updated = SubOp::create(
             b, loc, p, mul(DivOp::create(b, loc, m2, denom), c(stepSize)));
         stateResults.append({m2, v2});
@@ -729,6 +824,7 @@ struct LoomBuildTrainStepPass
         b.getNamedAttr("clip_norm", b.getF64FloatAttr(clipNorm)),
         b.getNamedAttr("accumulate", b.getI64IntegerAttr(accumulate)),
         b.getNamedAttr("loss_scale", b.getStringAttr(lossScale)),
+        b.getNamedAttr("runtime_hyperparams", b.getBoolAttr(runtimeHyperparams)),
         b.getNamedAttr("forward", b.getStringAttr(forward.getSymName())),
         b.getNamedAttr("train_entry", b.getStringAttr("train_step")),
         b.getNamedAttr("eval_entry", b.getStringAttr("eval_step"))};

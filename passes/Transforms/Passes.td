@@ -106,6 +106,18 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
 
     Results that replace a parameter or state tensor after the step carry
     `loom.update = "<name>"`; the runtime swaps them in.
+
+    With `runtime-hyperparams`, the optimizer's and the schedule's
+    hyperparameters are rank-0 f64 arguments of `train_step` marked
+    `loom.hyperparam = "<name>"` with `loom.default` (the option's value),
+    which the runtime sets before a step (the bundle's kind
+    "hyperparameter", named `hparam.<name>`): one bundle serves every
+    setting. The code is then the general one: SGD always keeps a momentum
+    buffer, weight decay and clipping are always applied (0 turns them off),
+    and the warmup and cosine schedules take their step counts as values.
+    Quantities derived from hyperparameters (1 - beta1, 1 / warmup-steps,
+    ...) are computed in f64 and rounded once to f32, as the compiled-in
+    constants are, so equal settings give equal bits.
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"\"",
@@ -144,6 +156,10 @@ def LoomBuildTrainStepPass : Pass<"loom-build-train-step", "::mlir::ModuleOp"> {
     ListOption<"freeze", "freeze", "std::string",
                "GLOBs of parameters that keep their values: no gradient, no "
                "optimizer state">,
+    Option<"runtimeHyperparams", "runtime-hyperparams", "bool", "false",
+           "take lr, min-lr, warmup-steps, total-steps, weight-decay, "
+           "clip-norm, momentum, beta1, beta2 and epsilon as arguments of "
+           "train_step (their options become defaults)">,
   ];
 }
 

@@ -539,9 +539,12 @@ void LoomPipelinePass::runOnOperation() {
     paramStage[name.getValue()] = stage == kEveryStage ? 0 : stage;
     valueStage[arg] = stage;
   }
+  // Optimizer state follows its parameter; step counters and run-time
+  // hyperparameters are on every stage.
   for (BlockArgument arg : train.getArguments()) {
     unsigned i = arg.getArgNumber();
-    if (!train.getArgAttr(i, "loom.state"))
+    if (!train.getArgAttr(i, "loom.state") &&
+        !train.getArgAttr(i, "loom.hyperparam"))
       continue;
     auto of = train.getArgAttrOfType<StringAttr>(i, "loom.state_of");
     valueStage[arg] = of && paramStage.count(of.getValue())

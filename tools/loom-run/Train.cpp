@@ -15,6 +15,7 @@
 #include "Training.h"
 #include "loom/runtime.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -163,6 +164,58 @@ static cl::list<std::string> freezeGlobs(
              "gradients and optimizer state); a bundle that trains them is "
              "an error that says to recompile"),
     cl::value_desc("GLOB"), cl::sub(trainCommand), cl::cat(fineTuneCategory));
+
+static cl::OptionCategory hyperCategory(
+    "Hyperparameters (bundles compiled with loomc --runtime-hyperparams; "
+    "default: the values given to loomc, or on --resume the checkpoint's)");
+static cl::opt<double> hyperLr("lr", cl::desc("Learning rate"),
+                               cl::sub(trainCommand), cl::cat(hyperCategory));
+static cl::opt<double>
+    hyperWeightDecay("weight-decay",
+                     cl::desc("Weight decay (L2 for sgd and adam, decoupled "
+                              "for adamw)"),
+                     cl::sub(trainCommand), cl::cat(hyperCategory));
+static cl::opt<double>
+    hyperClipNorm("clip-grad-norm",
+                  cl::desc("Global L2 norm to clip gradients to (0: off)"),
+                  cl::sub(trainCommand), cl::cat(hyperCategory));
+static cl::opt<double> hyperMomentum("momentum", cl::desc("SGD momentum"),
+                                     cl::sub(trainCommand),
+                                     cl::cat(hyperCategory));
+static cl::opt<double> hyperBeta1("beta1", cl::desc("Adam beta1"),
+                                  cl::sub(trainCommand),
+                                  cl::cat(hyperCategory));
+static cl::opt<double> hyperBeta2("beta2", cl::desc("Adam beta2"),
+                                  cl::sub(trainCommand),
+                                  cl::cat(hyperCategory));
+static cl::opt<double> hyperEpsilon("adam-eps", cl::desc("Adam epsilon"),
+                                    cl::sub(trainCommand),
+                                    cl::cat(hyperCategory));
+static cl::opt<double>
+    hyperWarmup("warmup-steps",
+                cl::desc("Linear warmup steps (warmup and cosine schedules)"),
+                cl::sub(trainCommand), cl::cat(hyperCategory));
+static cl::opt<double>
+    hyperTotal("total-steps",
+               cl::desc("Steps until the cosine schedule reaches --min-lr "
+                        "(not the steps to train: --steps)"),
+               cl::sub(trainCommand), cl::cat(hyperCategory));
+static cl::opt<double>
+    hyperMinLr("min-lr", cl::desc("Final learning rate of the cosine schedule"),
+               cl::sub(trainCommand), cl::cat(hyperCategory));
+/// The options and the bundle's names for them.
+static const std::pair<cl::opt<double> *, const char *> hyperOptions[] = {
+    {&hyperLr, "lr"},
+    {&hyperWeightDecay, "weight_decay"},
+    {&hyperClipNorm, "clip_norm"},
+    {&hyperMomentum, "momentum"},
+    {&hyperBeta1, "beta1"},
+    {&hyperBeta2, "beta2"},
+    {&hyperEpsilon, "epsilon"},
+    {&hyperWarmup, "warmup_steps"},
+    {&hyperTotal, "total_steps"},
+    {&hyperMinLr, "min_lr"},
+};
 
 static cl::opt<std::string> tensorboardDir(
     "tensorboard",
@@ -696,12 +749,79 @@ int runTrain(int argc, char **argv) {
       return fail("checkpoint " + resume +
                   " was written with other data settings (samples, batch "
                   "size, seed, shuffling or validation split)");
+    // The run goes on with its hyperparameters unless they are given again.
+    for (auto &[key, value] : ckpt.numbers)
+      if (StringRef(key).starts_with("hparam."))
+        if (std::string e = take(loom_session_set_hyperparameter(
+                train.get(), key.c_str() + 7, value));
+            !e.empty())
+          return fail("checkpoint " + resume + ": " + e);
     step = (int64_t)number("step");
     badEvals = (int64_t)number("bad_evals");
     bestVal = ckpt.numbers.count("best_val_loss") ? number("best_val_loss")
                                                   : bestVal;
     loader.seek({(int64_t)number("epoch"), (int64_t)number("batch")});
     log << "resumed from " << resume << " at step " << step << "\n";
+  }
+
+  // Run-time hyperparameters.
+  std::vector<std::string> hyperNames;
+  for (auto &[name, t] : tensors)
+    if (t.info.kind == LOOM_TENSOR_HYPERPARAMETER)
+      hyperNames.push_back(name.substr(7));
+  auto shown = [](double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", v);
+    return std::string(text);
+  };
+  for (auto [option, name] : hyperOptions) {
+    if (!option->getNumOccurrences())
+      continue;
+    if (hyperNames.empty())
+      return fail(bundle + " has its hyperparameters compiled in; compile it "
+                           "with loomc --runtime-hyperparams to set --" +
+                  option->ArgStr.str() + " at run time");
+    if (std::find(hyperNames.begin(), hyperNames.end(), name) ==
+        hyperNames.end())
+      return fail("--" + option->ArgStr.str() + " does not apply to " +
+                  bundle + " (its optimizer and schedule take " +
+                  join(hyperNames, ", ") + ")");
+    if (std::string e = take(loom_session_set_hyperparameter(
+            train.get(), name, option->getValue()));
+        !e.empty())
+      return fail(e);
+  }
+  std::map<std::string, double> hyper;
+  for (const std::string &name : hyperNames)
+    (void)take(loom_session_hyperparameter(train.get(), name.c_str(),
+                                           &hyper[name]));
+  if (!hyper.empty()) {
+    auto value = [&](const char *name) {
+      return hyper.count(name) ? hyper[name] : 0.0;
+    };
+    for (auto &[name, v] : hyper)
+      if (v < 0)
+        return fail("hyperparameter " + name + " must not be negative, got " +
+                    shown(v));
+    if (value("lr") <= 0)
+      return fail("the learning rate must be positive");
+    for (const char *beta : {"beta1", "beta2", "momentum"})
+      if (value(beta) >= 1)
+        return fail(std::string(beta) + " must be below 1, got " +
+                    shown(value(beta)));
+    for (const char *count : {"warmup_steps", "total_steps"})
+      if (value(count) != std::floor(value(count)))
+        return fail(std::string(count) + " must be a whole number of steps");
+    if (hyper.count("total_steps") &&
+        value("total_steps") <= value("warmup_steps"))
+      return fail("the cosine schedule needs total_steps (" +
+                  shown(value("total_steps")) +
+                  ") greater than warmup_steps (" +
+                  shown(value("warmup_steps")) + ")");
+    std::string line;
+    for (auto &[name, v] : hyper)
+      line += (line.empty() ? "" : ", ") + name + " " + shown(v);
+    log << "hyperparameters: " << line << "\n";
   }
 
   // Freezing is compiled in: a parameter the step updates is not frozen.
@@ -836,6 +956,8 @@ int runTrain(int argc, char **argv) {
                     {"bad_evals", (double)badEvals}};
     if (std::isfinite(bestVal))
       ckpt.numbers["best_val_loss"] = bestVal;
+    for (auto &[name, value] : hyper)
+      ckpt.numbers["hparam." + name] = value;
     ckpt.strings["bundle"] = bundle;
     // Which tensors are parameters (--init-from reads only those).
     std::string params;

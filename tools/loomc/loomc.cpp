@@ -135,6 +135,18 @@ static cl::opt<double> clipNorm("clip-grad-norm",
                                          "norm (default: off)"),
                                 cl::init(0.0), cl::cat(trainCategory));
 
+static cl::opt<bool> runtimeHyperparams(
+    "runtime-hyperparams",
+    cl::desc("Make the learning rate, weight decay, clip norm, momentum, "
+             "Adam's betas and epsilon, and the schedule's warmup steps, "
+             "total steps and final rate values the training step takes at "
+             "run time (loom-run train --lr ..., "
+             "loom_session_set_hyperparameter) instead of constants, so one "
+             "bundle serves every setting (the options above become its "
+             "defaults); SGD then keeps a momentum buffer and clipping and "
+             "weight decay are always computed"),
+    cl::cat(trainCategory));
+
 static cl::opt<int64_t>
     gradAccumulation("grad-accumulation",
                      cl::desc("Micro-batches per optimizer step: each run "
@@ -451,6 +463,7 @@ int main(int argc, char **argv) {
     t.totalSteps = totalSteps;
     t.minLr = minLr;
     t.clipNorm = clipNorm;
+    t.runtimeHyperparams = runtimeHyperparams;
     t.accumulate = gradAccumulation;
     t.lossScale = !lossScale.empty() ? std::string(lossScale)
                   : precision == "fp16" ? "dynamic"

@@ -54,6 +54,8 @@ struct TrainOptions {
   int64_t totalSteps = 0;
   double minLr = 0.0;
   double clipNorm = 0.0;
+  /// The optimizer's and schedule's values as inputs the runtime sets.
+  bool runtimeHyperparams = false;
   int64_t accumulate = 1;
   /// "none" or "dynamic" (torch.amp.GradScaler's loss scaling).
   std::string lossScale = "none";

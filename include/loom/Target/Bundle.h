@@ -35,8 +35,10 @@ namespace mlir::loom {
 /// One argument of a compiled entry point.
 struct EntryArgument {
   /// Parameters start from their initial value; state (optimizer moments,
-  /// step counters) starts at zero.
-  enum class Kind { Input, Parameter, State, Output };
+  /// step counters) starts at zero; hyperparameters (rank-0 f64 values of
+  /// the optimizer and the schedule, `loom.hyperparam`) start at their
+  /// default and are set by the runtime's user.
+  enum class Kind { Input, Parameter, State, Output, Hyperparameter };
   std::string name;
   Kind kind;
   /// numpy-style dtype name: float32, float64, float16, bfloat16, int64,
@@ -47,6 +49,8 @@ struct EntryArgument {
   int64_t bytes = 0;
   /// Initial value of a parameter (little-endian, dense), empty otherwise.
   std::vector<char> initialValue;
+  /// A hyperparameter's default value.
+  double defaultValue = 0;
   /// For an output: the parameter or state it replaces after each run
   /// (`loom.update`), empty otherwise.
   std::string updates;
