@@ -275,6 +275,7 @@ static LogicalResult partitionAndLower(ModuleOp module,
       pipeline.axis = options.pipelineAxis;
       pipeline.microbatches = options.microbatches;
       pipeline.schedule = options.pipelineSchedule;
+      pipeline.virtualStages = options.virtualStages;
       pipeline.report = report;
       pm.addPass(createLoomPipelinePass(pipeline));
     }
@@ -520,11 +521,13 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
     if (!options.schedulePng.empty() &&
         failed(writeSchedulePng(options.schedulePng, options.pipelineSchedule,
-                                *stages, options.microbatches, cmdLoc)))
+                                *stages, options.microbatches,
+                                options.virtualStages, cmdLoc)))
       return failure();
     LoomPipelineStagesPassOptions cut;
     cut.entry = options.train->entry;
-    cut.stages = *stages;
+    // Interleaved 1F1B: each stage runs virtualStages chunks of the model.
+    cut.stages = *stages * options.virtualStages;
     cut.cuts.assign(options.pipelineCuts.begin(), options.pipelineCuts.end());
     cut.report = options.report;
     pm.addPass(createLoomPipelineStagesPass(cut));

@@ -21,9 +21,9 @@ using namespace mlir::loom;
 LogicalResult mlir::loom::writeSchedulePng(StringRef path, StringRef kind,
                                            int64_t stages,
                                            int64_t microbatches,
-                                           Location loc) {
+                                           int64_t chunks, Location loc) {
   FailureOr<SmallVector<SmallVector<TimedAction>>> timeline =
-      simulatePipeline(kind, stages, microbatches);
+      simulatePipeline(kind, stages, microbatches, chunks);
   if (failed(timeline))
     return emitError(loc) << "cannot simulate the " << kind
                           << " schedule of " << stages << " stages";
@@ -40,8 +40,11 @@ LogicalResult mlir::loom::writeSchedulePng(StringRef path, StringRef kind,
   const unsigned char colors[3][3] = {
       {31, 119, 180}, {44, 160, 44}, {255, 127, 14}};
   char title[160];
-  std::snprintf(title, sizeof title, "%s, %lld stages, %lld microbatches: bubble %.3f",
+  std::snprintf(title, sizeof title,
+                "%s, %lld stages%s, %lld microbatches: bubble %.3f",
                 kind.str().c_str(), (long long)stages,
+                chunks > 1 ? (" x " + std::to_string(chunks) + " chunks").c_str()
+                           : "",
                 (long long)microbatches, simulatedBubble(*timeline));
   canvas.text(left, 16, title, ink);
   for (auto [s, stage] : llvm::enumerate(*timeline)) {
@@ -50,8 +53,16 @@ LogicalResult mlir::loom::writeSchedulePng(StringRef path, StringRef kind,
     canvas.fill(left, y0, left + (int)(makespan * unit), y1, idle);
     for (const TimedAction &t : stage) {
       int x0 = left + (int)(t.start * unit), x1 = left + (int)(t.end * unit);
-      canvas.fill(x0 + 1, y0, x1 - 1, y1, colors[t.action.kind]);
+      // Odd chunks of the interleaved schedule in a darker shade.
+      unsigned char color[3];
+      for (int c = 0; c < 3; ++c)
+        color[c] = (unsigned char)(colors[t.action.kind][c] *
+                                   (t.action.chunk % 2 ? 0.65 : 1.0));
+      canvas.fill(x0 + 1, y0, x1 - 1, y1, color);
+      // With chunks, "microbatch.chunk" where it fits.
       std::string label = std::to_string(t.action.microbatch);
+      if (chunks > 1 && (x1 - x0) >= 12 * (int)(label.size() + 2))
+        label += "." + std::to_string(t.action.chunk);
       canvas.text((x0 + x1) / 2 - 6 * (int)label.size(), y0 + 10, label,
                   white);
     }
@@ -59,13 +70,16 @@ LogicalResult mlir::loom::writeSchedulePng(StringRef path, StringRef kind,
   // The legend.
   int y = top + row * (int)stages + 12;
   const char *names[3] = {"F", "B", "W"};
-  for (int k = 0, x = left; k < 3; ++k) {
+  int x = left;
+  for (int k = 0; k < 3; ++k) {
     if (k == 2 && kind != "zero-bubble")
       break;
     canvas.fill(x, y, x + 16, y + 16, colors[k]);
     canvas.text(x + 22, y + 1, names[k], ink);
     x += 60;
   }
+  if (chunks > 1)
+    canvas.text(x, y + 1, "(darker: odd chunks, labels microbatch.chunk)", ink);
   std::string error;
   if (!canvas.writePng(path.str(), error))
     return emitError(loc) << error;

@@ -18,10 +18,13 @@
 #include "dialects/Loom/LoomOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 
 #include "llvm/ADT/StringSwitch.h"
+
+#include <cstring>
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMAUTOCASTPASS
@@ -280,23 +283,103 @@ private:
   SmallVector<Operation *> products;
 };
 
+/// The f32 initial value `init` of a parameter rounded to `low` (to
+/// nearest, ties to even), or null if it is not an f32 tensor value.
+Attribute roundInitialValue(Attribute init, RankedTensorType lowType,
+                            StringRef name) {
+  const llvm::fltSemantics &to =
+      cast<FloatType>(lowType.getElementType()).getFloatSemantics();
+  auto round = [&](float v) {
+    APFloat f(v);
+    bool lost;
+    f.convert(to, APFloat::rmNearestTiesToEven, &lost);
+    return f;
+  };
+  if (auto dense = dyn_cast<DenseElementsAttr>(init)) {
+    if (!dense.getElementType().isF32())
+      return {};
+    if (dense.isSplat())
+      return DenseElementsAttr::get(lowType,
+                                    round(dense.getSplatValue<float>()));
+    SmallVector<APFloat> values;
+    for (float v : dense.getValues<float>())
+      values.push_back(round(v));
+    return DenseElementsAttr::get(lowType, values);
+  }
+  auto resource = dyn_cast<DenseResourceElementsAttr>(init);
+  if (!resource || !resource.getElementType().isF32())
+    return {};
+  AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+  if (!blob)
+    return {};
+  ArrayRef<char> raw = blob->getData();
+  size_t count = raw.size() / sizeof(float);
+  std::vector<uint16_t> bits(count);
+  for (size_t i = 0; i < count; ++i) {
+    float v;
+    std::memcpy(&v, raw.data() + i * sizeof(float), sizeof v);
+    bits[i] = (uint16_t)round(v).bitcastToAPInt().getZExtValue();
+  }
+  ArrayRef<char> bytes(reinterpret_cast<const char *>(bits.data()),
+                       bits.size() * sizeof(uint16_t));
+  return DenseResourceElementsAttr::get(
+      lowType, name, HeapAsmResourceBlob::allocateAndCopyInferAlign(bytes));
+}
+
+/// --precision=bf16-pure: the f32 parameters of `func` become `low`
+/// arguments (their initial values rounded once), read through a widening
+/// cast that the autocast's narrowing casts for products fold into.
+LogicalResult storeParametersLow(func::FuncOp func, FloatType low) {
+  Block &entry = func.getBody().front();
+  OpBuilder b = OpBuilder::atBlockBegin(&entry);
+  SmallVector<Type> inputs(func.getArgumentTypes());
+  for (BlockArgument arg : entry.getArguments()) {
+    unsigned i = arg.getArgNumber();
+    auto name = func.getArgAttrOfType<StringAttr>(i, "loom.param");
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!name || !type || !type.getElementType().isF32())
+      continue;
+    auto lowType = type.clone(low);
+    Attribute init = func.getArgAttr(i, "loom.init");
+    Attribute rounded =
+        init ? roundInitialValue(init, lowType, name.getValue()) : Attribute();
+    if (init && !rounded)
+      return func.emitError("--precision=bf16-pure: the initial value of "
+                            "parameter '")
+             << name.getValue() << "' is not an f32 tensor";
+    arg.setType(lowType);
+    inputs[i] = lowType;
+    if (rounded)
+      func.setArgAttr(i, "loom.init", rounded);
+    auto wide = CastOp::create(b, func.getLoc(), type, arg);
+    arg.replaceAllUsesExcept(wide, wide);
+  }
+  func.setType(FunctionType::get(func.getContext(), inputs,
+                                 func.getResultTypes()));
+  return success();
+}
+
 struct LoomAutocastPass
     : impl::LoomAutocastPassBase<LoomAutocastPass> {
   using LoomAutocastPassBase::LoomAutocastPassBase;
 
   void runOnOperation() override {
     MLIRContext *ctx = &getContext();
-    FloatType low = lowPrecisionType(ctx, precision);
+    bool pure = precision == "bf16-pure";
+    FloatType low =
+        lowPrecisionType(ctx, pure ? StringRef("bf16") : StringRef(precision));
     if (!low) {
       emitError(UnknownLoc::get(ctx))
           << "loom-autocast: unknown precision '" << precision
-          << "' (expected bf16 or fp16)";
+          << "' (expected bf16, bf16-pure or fp16)";
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
       Autocaster(func, low).run();
+      if (pure && failed(storeParametersLow(func, low)))
+        return signalPassFailure();
       if (failed(mlir::verify(func)))
         return signalPassFailure();
     }

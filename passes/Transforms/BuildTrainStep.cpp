@@ -676,7 +676,9 @@ struct LoomBuildTrainStepPass
       t = s.sub(t, CastOp::create(b, loc, RankedTensorType::get({}, f32),
                                   skippedSteps));
     for (unsigned i : trainable) {
-      Value p = params[i], g = (*grads)[i];
+      // Low-precision parameters (--precision=bf16-pure stores them in
+      // bf16) are updated in f32 with f32 optimizer state and rounded once.
+      Value p = toF32(params[i]), g = toF32((*grads)[i]);
       StringRef name = names[i];
       auto c = [&](Value scalar) { return like(scalar, p); };
       auto mul = [&](Value x, Value y) -> Value {
@@ -740,6 +742,8 @@ struct LoomBuildTrainStepPass
         stateAttrs.push_back(outputAttr(b, name.str() + ".exp_avg_sq.next",
                                         name.str() + ".exp_avg_sq"));
       }
+      if (updated.getType() != params[i].getType())
+        updated = CastOp::create(b, loc, params[i].getType(), updated);
       results.push_back(whenUpdated(updated, params[i]));
       attrs.push_back(outputAttr(b, name.str() + ".next", name));
     }
@@ -787,6 +791,9 @@ struct LoomBuildTrainStepPass
       for (auto [running, next] :
            {std::pair(bn.getRunningMean(), bn.getNewRunningMean()),
             std::pair(bn.getRunningVar(), bn.getNewRunningVar())}) {
+        // A bf16-pure parameter is read through its widening cast.
+        if (auto widened = running.getDefiningOp<CastOp>())
+          running = widened.getInput();
         auto arg = dyn_cast<BlockArgument>(running);
         if (!arg || arg.getOwner()->getParentOp() != train)
           continue;
@@ -794,6 +801,10 @@ struct LoomBuildTrainStepPass
                                                        "loom.param");
         if (!name || !updated.insert(name.getValue()).second)
           continue;
+        if (next.getType() != arg.getType()) {
+          OpBuilder at(ret);
+          next = CastOp::create(at, loc, arg.getType(), next);
+        }
         results.push_back(next); // every forward pass, as PyTorch
         attrs.push_back(outputAttr(b, name.str() + ".next", name.getValue()));
       }

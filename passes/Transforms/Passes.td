@@ -456,10 +456,19 @@ def LoomAutocastPass : Pass<"loom-autocast", "::mlir::ModuleOp"> {
     is rounded once to the low precision, as PyTorch's autocast rounds
     `addmm`: activations between layers are low-precision tensors.
     `loomc --precision=bf16|fp16` runs it before building the training step.
+
+    `precision=bf16-pure` applies bf16's policy and then stores the f32
+    parameters (`loom.param` arguments) in bf16: each argument becomes bf16,
+    its `loom.init` is rounded once (to nearest, ties to even), and its uses
+    read one widening cast, into which the narrowing casts of products fold.
+    The parameters' gradients are then bf16 too; `loom-build-train-step`
+    keeps the optimizer state of low-precision parameters in f32 and
+    computes their updates in f32, rounded once to bf16.
   }];
   let options = [
     Option<"precision", "precision", "std::string", "\"bf16\"",
-           "the low precision: bf16 or fp16">,
+           "the low precision: bf16, fp16, or bf16-pure (bf16 with the "
+           "parameters stored in bf16)">,
   ];
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
@@ -694,6 +703,16 @@ def LoomPipelinePass : Pass<"loom-pipeline", "::mlir::ModuleOp"> {
     `pipeline_stages`, `microbatches` and `pipeline_schedule` for the
     runtime, which runs program `s` on the ranks whose `axis` coordinate is
     `s`.
+
+    With `virtual-stages` V > 1 (`schedule` `interleaved-1f1b`, Megatron-LM's
+    interleaved 1F1B), the ops carry `axis`-size x V virtual stages and
+    program `s` runs the model chunks (virtual stages) `c * size + s`: the
+    forward passes of each group of `size` microbatches go through one
+    chunk after the other, so the bubble shrinks by V at the price of V
+    times the messages. A stage receives what it reads from another rank
+    in the order that rank sends it (receiving early what a later pass
+    needs), so the activations and gradients that share a pair of ranks
+    cannot be confused.
   }];
   let options = [
     Option<"entry", "entry", "std::string", "\"train_step\"",
@@ -703,7 +722,9 @@ def LoomPipelinePass : Pass<"loom-pipeline", "::mlir::ModuleOp"> {
     Option<"microbatches", "microbatches", "int64_t", "1",
            "microbatches per step">,
     Option<"schedule", "schedule", "std::string", "\"1f1b\"",
-           "gpipe, 1f1b or zero-bubble">,
+           "gpipe, 1f1b, interleaved-1f1b or zero-bubble">,
+    Option<"virtualStages", "virtual-stages", "int64_t", "1",
+           "model chunks per stage (interleaved-1f1b: at least 2)">,
     Option<"report", "report", "bool", "false",
            "print the bubble fraction and each stage's parameters, bytes "
            "sent and microbatches in flight">,

@@ -2,8 +2,9 @@
 //
 // `loom-pipeline`: turns the (partitioned) training step of one microbatch
 // into one program per pipeline stage that trains on `microbatches` of them
-// per step in the order of a schedule (GPipe, 1F1B or zero-bubble), moving
-// activations and their gradients between stages with loom.send / loom.recv, summing the
+// per step in the order of a schedule (GPipe, 1F1B, interleaved 1F1B over
+// several model chunks per stage, or zero-bubble), moving activations and
+// their gradients between stages with loom.send / loom.recv, summing the
 // microbatches' gradients and running the optimizer once. Every emitted
 // order of point-to-point operations is checked not to deadlock.
 // `loom-check-p2p` runs the same check on hand-written stage programs.
@@ -61,8 +62,43 @@ stagesReading(Value param,
 
 FailureOr<SmallVector<PipelineAction>>
 pipelineSchedule(StringRef kind, int64_t stages, int64_t stage,
-                 int64_t microbatches) {
+                 int64_t microbatches, int64_t chunks) {
   SmallVector<PipelineAction> actions;
+  if (kind == "interleaved-1f1b") {
+    // Megatron-LM's interleaved 1F1B (Narayanan et al., 2021): the stage
+    // runs chunks c * stages + stage of the model. Its k-th forward pass
+    // takes chunk (k / stages) % chunks of microbatch
+    // (k / (stages * chunks)) * stages + k % stages, so each group of
+    // `stages` microbatches goes through one chunk after the other; the
+    // k-th backward pass takes the chunks in reverse. After a warmup of
+    // forwards (all of them when there are as many microbatches as
+    // stages), forwards and backwards alternate.
+    if (chunks < 2 || microbatches % stages != 0)
+      return failure();
+    int64_t total = microbatches * chunks;
+    auto pass = [&](PipelineAction::Kind k, int64_t n) {
+      int64_t chunk = (n / stages) % chunks;
+      if (k == PipelineAction::Backward)
+        chunk = chunks - 1 - chunk;
+      actions.push_back(
+          {k, (n / (stages * chunks)) * stages + n % stages, chunk});
+    };
+    int64_t warmup =
+        microbatches == stages
+            ? total
+            : std::min(total, (stages - stage - 1) * 2 + (chunks - 1) * stages);
+    for (int64_t n = 0; n < warmup; ++n)
+      pass(PipelineAction::Forward, n);
+    for (int64_t n = 0; n < total - warmup; ++n) {
+      pass(PipelineAction::Forward, warmup + n);
+      pass(PipelineAction::Backward, n);
+    }
+    for (int64_t n = std::max<int64_t>(total - warmup, 0); n < total; ++n)
+      pass(PipelineAction::Backward, n);
+    return actions;
+  }
+  if (chunks != 1)
+    return failure();
   auto forward = [&](int64_t i) {
     actions.push_back({PipelineAction::Forward, i});
   };
@@ -146,20 +182,23 @@ pipelineSchedule(StringRef kind, int64_t stages, int64_t stage,
 }
 
 FailureOr<SmallVector<SmallVector<TimedAction>>>
-simulatePipeline(StringRef kind, int64_t stages, int64_t microbatches) {
+simulatePipeline(StringRef kind, int64_t stages, int64_t microbatches,
+                 int64_t chunks) {
   SmallVector<SmallVector<PipelineAction>> orders;
   for (int64_t s = 0; s < stages; ++s) {
     FailureOr<SmallVector<PipelineAction>> order =
-        pipelineSchedule(kind, stages, s, microbatches);
+        pipelineSchedule(kind, stages, s, microbatches, chunks);
     if (failed(order))
       return failure();
     orders.push_back(*order);
   }
   bool split = kind == "zero-bubble";
   auto duration = [&](PipelineAction::Kind k) {
-    return k == PipelineAction::Forward ? 1.0 : split ? 1.0 : 2.0;
+    return (k == PipelineAction::Forward ? 1.0 : split ? 1.0 : 2.0) /
+           (double)chunks;
   };
-  // End times by (stage, kind, microbatch), once known.
+  int64_t last = stages * chunks - 1;
+  // End times by (virtual stage, kind, microbatch), once known.
   std::map<std::tuple<int64_t, int, int64_t>, double> done;
   SmallVector<SmallVector<TimedAction>> timeline(stages);
   SmallVector<size_t> next(stages, 0);
@@ -169,13 +208,16 @@ simulatePipeline(StringRef kind, int64_t stages, int64_t microbatches) {
     for (int64_t s = 0; s < stages; ++s) {
       while (next[s] < orders[s].size()) {
         PipelineAction a = orders[s][next[s]];
+        int64_t v = a.chunk * stages + s;
         SmallVector<std::tuple<int64_t, int, int64_t>> needs;
-        if (a.kind == PipelineAction::Forward && s > 0)
-          needs.push_back({s - 1, PipelineAction::Forward, a.microbatch});
-        if (a.kind == PipelineAction::Backward && s + 1 < stages)
-          needs.push_back({s + 1, PipelineAction::Backward, a.microbatch});
+        if (a.kind == PipelineAction::Forward && v > 0)
+          needs.push_back({v - 1, PipelineAction::Forward, a.microbatch});
+        if (a.kind == PipelineAction::Backward && v < last)
+          needs.push_back({v + 1, PipelineAction::Backward, a.microbatch});
+        if (a.kind == PipelineAction::Backward && v == last)
+          needs.push_back({v, PipelineAction::Forward, a.microbatch});
         if (a.kind == PipelineAction::Weight)
-          needs.push_back({s, PipelineAction::Backward, a.microbatch});
+          needs.push_back({v, PipelineAction::Backward, a.microbatch});
         double ready = free[s];
         bool blocked = false;
         for (auto &need : needs) {
@@ -190,7 +232,7 @@ simulatePipeline(StringRef kind, int64_t stages, int64_t microbatches) {
           break;
         double end = ready + duration(a.kind);
         timeline[s].push_back({a, ready, end});
-        done[{s, a.kind, a.microbatch}] = end;
+        done[{v, a.kind, a.microbatch}] = end;
         free[s] = end;
         ++next[s];
         progress = true;
@@ -361,16 +403,35 @@ void LoomPipelinePass::runOnOperation() {
         << axis << "\", which the module has no mesh with";
     return signalPassFailure();
   }
-  int64_t stages = *axisSize, m = microbatches;
+  // `ranks` programs, one per coordinate of the axis; `stages` virtual
+  // stages, `chunks` per rank (interleaved 1F1B), virtual stage v on rank
+  // v % ranks.
+  int64_t ranks = *axisSize, chunks = virtualStages, m = microbatches;
   if (m < 1) {
     module.emitError("microbatches must be at least 1, got ") << m;
     return signalPassFailure();
   }
-  if (failed(pipelineSchedule(schedule, stages, 0, m))) {
+  if (schedule != "gpipe" && schedule != "1f1b" && schedule != "zero-bubble" &&
+      schedule != "interleaved-1f1b") {
     module.emitError("unknown pipeline schedule '")
-        << schedule << "' (expected gpipe, 1f1b or zero-bubble)";
+        << schedule
+        << "' (expected gpipe, 1f1b, interleaved-1f1b or zero-bubble)";
     return signalPassFailure();
   }
+  if (schedule == "interleaved-1f1b" ? chunks < 2 : chunks != 1) {
+    module.emitError("virtual stages (")
+        << chunks
+        << ") need the interleaved-1f1b schedule, which needs at least 2";
+    return signalPassFailure();
+  }
+  if (schedule == "interleaved-1f1b" && m % ranks != 0) {
+    module.emitError("the interleaved-1f1b schedule takes the microbatches "
+                     "in groups of the ")
+        << ranks << " stages; " << m << " microbatches are not a multiple";
+    return signalPassFailure();
+  }
+  int64_t stages = ranks * chunks;
+  auto rankOf = [&](int64_t stage) { return stage % ranks; };
 
   Block &body = train.getBody().front();
   auto ret = cast<func::ReturnOp>(body.getTerminator());
@@ -491,7 +552,10 @@ void LoomPipelinePass::runOnOperation() {
   for (auto [op, stage] : stageOf)
     if (stage < 0 || stage >= stages) {
       op->emitError("pipelining: the op is in stage ")
-          << stage << ", but the mesh axis \"" << axis << "\" has " << stages;
+          << stage << ", but the mesh axis \"" << axis << "\" has " << ranks
+          << (chunks > 1 ? " stages of " + std::to_string(chunks) +
+                               " virtual stages each"
+                         : std::string(" stages"));
       return signalPassFailure();
     }
 
@@ -656,6 +720,54 @@ void LoomPipelinePass::runOnOperation() {
       if (state.getValue() == "step")
         stepArg = arg;
 
+  // What each rank sends to each other rank, in the order its program sends
+  // it: by action of its schedule, op of the action (in block order),
+  // result and consuming stage. A rank receives from each peer in that
+  // order, receiving early what a later pass of its own reads, so that
+  // messages sharing a pair of ranks (with interleaved chunks, activations
+  // one way and gradients the other) cannot be taken for one another.
+  struct Message {
+    Value value;
+    int64_t microbatch, stage;
+  };
+  std::vector<std::vector<SmallVector<Message>>> messages(
+      ranks, std::vector<SmallVector<Message>>(ranks));
+  SmallVector<SmallVector<PipelineAction>> orders;
+  for (int64_t r = 0; r < ranks; ++r) {
+    FailureOr<SmallVector<PipelineAction>> order =
+        pipelineSchedule(schedule, ranks, r, m, chunks);
+    if (failed(order)) {
+      module.emitError("pipelining: cannot order the ")
+          << schedule << " schedule of stage " << r;
+      return signalPassFailure();
+    }
+    orders.push_back(std::move(*order));
+    for (PipelineAction action : orders.back()) {
+      int64_t v = action.chunk * ranks + r;
+      for (Operation *op : ops) {
+        if (kind[op] != Kind::Micro || stageOf[op] != v ||
+            phaseOf(op) != action.kind)
+          continue;
+        for (Value result : op->getResults()) {
+          auto to = consumers.find(result);
+          if (to == consumers.end())
+            continue;
+          for (int64_t dest : to->second)
+            if (rankOf(dest) != r)
+              messages[r][rankOf(dest)].push_back(
+                  {result, action.microbatch, dest});
+        }
+      }
+    }
+  }
+  auto owns = [&](int64_t r, int64_t stage) {
+    return stage != kEveryStage && rankOf(stage) == r;
+  };
+  auto ownsAny = [&](int64_t r, ArrayRef<int64_t> stagesList) {
+    return llvm::any_of(stagesList,
+                        [&](int64_t t) { return owns(r, t); });
+  };
+
   // The programs.
   OpBuilder mb(context);
   mb.setInsertionPointAfter(train);
@@ -663,7 +775,7 @@ void LoomPipelinePass::runOnOperation() {
   ArrayAttr axes = mb.getStrArrayAttr({axis});
   SmallVector<func::FuncOp> programs;
   Type f32 = mb.getF32Type();
-  for (int64_t s = 0; s < stages; ++s) {
+  for (int64_t s = 0; s < ranks; ++s) {
     SmallVector<Type> argTypes;
     SmallVector<DictionaryAttr> argAttrs;
     IRMapping shared;
@@ -672,8 +784,8 @@ void LoomPipelinePass::runOnOperation() {
       unsigned i = arg.getArgNumber();
       bool input = (bool)train.getArgAttr(i, "loom.input");
       int64_t stage = valueStage.lookup(arg);
-      if (!input && stage != s && stage != kEveryStage &&
-          !llvm::is_contained(tiedTo.lookup(arg), s))
+      if (!input && !owns(s, stage) && stage != kEveryStage &&
+          !ownsAny(s, tiedTo.lookup(arg)))
         continue;
       Type type = arg.getType();
       if (input) {
@@ -697,8 +809,8 @@ void LoomPipelinePass::runOnOperation() {
     for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
       int64_t stage = valueStage.lookup(v);
       BlockArgument tied = tiedUpdate(i);
-      if ((int)i == lossIndex || stage == s || stage == kEveryStage ||
-          (tied && llvm::is_contained(tiedTo.lookup(tied), s)))
+      if ((int)i == lossIndex || owns(s, stage) || stage == kEveryStage ||
+          (tied && ownsAny(s, tiedTo.lookup(tied))))
         resultIndices.push_back(i);
     }
     SmallVector<Type> resultTypes;
@@ -786,36 +898,39 @@ void LoomPipelinePass::runOnOperation() {
       sum = sum ? AddOp::create(b, loc, sum, mapped).getResult() : mapped;
     };
 
-    FailureOr<SmallVector<PipelineAction>> actions =
-        pipelineSchedule(schedule, stages, s, m);
+    ArrayRef<PipelineAction> actions = orders[s];
+    // How many of each peer's messages to this rank have been received.
+    SmallVector<size_t> taken(ranks, 0);
     auto mark = [&](int64_t kind, int64_t microbatch, bool end) {
       PipelineMarkOp::create(b, loc, b.getI64IntegerAttr(kind),
                              b.getI64IntegerAttr(microbatch),
                              end ? b.getUnitAttr() : UnitAttr());
     };
-    for (PipelineAction action : *actions) {
+    for (PipelineAction action : actions) {
       int64_t i = action.microbatch;
-      // Receive what this action reads from other stages, by sender and,
-      // per sender, in its order.
-      for (int64_t from = 0; from < stages; ++from) {
+      int64_t here = action.chunk * ranks + s;
+      // Receive what this action reads from other ranks: from each, every
+      // message up to the last one this action reads, in its order.
+      for (int64_t from = 0; from < ranks; ++from) {
         if (from == s)
           continue;
-        for (auto phase : {PipelineAction::Forward, PipelineAction::Backward})
-          for (Value v : moved) {
-            Operation *def = v.getDefiningOp();
-            if (stageOf[def] != from || phaseOf(def) != phase ||
-                !llvm::is_contained(consumers[v], s) ||
-                receivedIn(v, s) != action.kind)
-              continue;
-            Value got = RecvOp::create(b, loc, v.getType(), meshRef, axes,
-                                       b.getI64IntegerAttr(from - s));
-            maps[i].map(v, got);
-          }
+        ArrayRef<Message> list = messages[from][s];
+        size_t upTo = taken[from];
+        for (size_t k = taken[from]; k < list.size(); ++k)
+          if (list[k].stage == here && list[k].microbatch == i &&
+              receivedIn(list[k].value, here) == action.kind)
+            upTo = k + 1;
+        for (; taken[from] < upTo; ++taken[from]) {
+          const Message &msg = list[taken[from]];
+          Value got = RecvOp::create(b, loc, msg.value.getType(), meshRef,
+                                     axes, b.getI64IntegerAttr(from - s));
+          maps[msg.microbatch].map(msg.value, got);
+        }
       }
       // The action's work starts once its inputs have arrived.
       mark(action.kind, i, false);
       for (Operation *op : ops) {
-        if (kind[op] != Kind::Micro || stageOf[op] != s ||
+        if (kind[op] != Kind::Micro || stageOf[op] != here ||
             phaseOf(op) != action.kind)
           continue;
         for (Value operand : op->getOperands())
@@ -842,12 +957,19 @@ void LoomPipelinePass::runOnOperation() {
           if (to == consumers.end())
             continue;
           for (int64_t dest : to->second)
-            SendOp::create(b, loc, maps[i].lookup(r), meshRef, axes,
-                           b.getI64IntegerAttr(dest - s));
+            if (rankOf(dest) != s)
+              SendOp::create(b, loc, maps[i].lookup(r), meshRef, axes,
+                             b.getI64IntegerAttr(rankOf(dest) - s));
         }
       }
       mark(action.kind, i, true);
     }
+    for (int64_t from = 0; from < ranks; ++from)
+      if (from != s && taken[from] != messages[from][s].size()) {
+        train.emitError("pipelining: internal error: stage ")
+            << s << " does not receive every message of stage " << from;
+        return signalPassFailure();
+      }
 
     // The mean gradient and loss over the microbatches, and the optimizer.
     mark(3, 0, false);
@@ -861,7 +983,7 @@ void LoomPipelinePass::runOnOperation() {
       return MulOp::create(b, loc, sum, scale);
     };
     for (Value g : gradients) {
-      if (valueStage.lookup(g) != s)
+      if (!owns(s, valueStage.lookup(g)))
         continue;
       if (Value sum = sums.lookup(g))
         shared.map(g, meanOf(sum));
@@ -869,21 +991,22 @@ void LoomPipelinePass::runOnOperation() {
         return signalPassFailure();
     }
     Value lossValue;
-    if (s == lossStage) {
+    if (owns(s, lossStage)) {
       lossValue = meanOf(sums.lookup(loss));
-      for (int64_t t = 0; t < stages; ++t)
+      for (int64_t t = 0; t < ranks; ++t)
         if (t != s)
           SendOp::create(b, loc, lossValue, meshRef, axes,
                          b.getI64IntegerAttr(t - s));
     } else {
-      lossValue = RecvOp::create(b, loc, loss.getType(), meshRef, axes,
-                                 b.getI64IntegerAttr(lossStage - s));
+      lossValue =
+          RecvOp::create(b, loc, loss.getType(), meshRef, axes,
+                         b.getI64IntegerAttr(rankOf(lossStage) - s));
     }
 
     // The optimizer, once.
     for (Operation *op : ops) {
       if (kind[op] != Kind::Update || op->getNumResults() == 0 ||
-          valueStage.lookup(op->getResult(0)) != s)
+          !owns(s, valueStage.lookup(op->getResult(0))))
         continue;
       for (Value operand : op->getOperands())
         if (!shared.contains(operand) && failed(invariant(operand)))
@@ -900,15 +1023,20 @@ void LoomPipelinePass::runOnOperation() {
       }
       if (BlockArgument tied = tiedUpdate(i)) {
         int64_t owner = valueStage.lookup(tied);
-        if (owner != s) {
-          results.push_back(RecvOp::create(b, loc, v.getType(), meshRef, axes,
-                                           b.getI64IntegerAttr(owner - s)));
+        if (!owns(s, owner)) {
+          results.push_back(
+              RecvOp::create(b, loc, v.getType(), meshRef, axes,
+                             b.getI64IntegerAttr(rankOf(owner) - s)));
           continue;
         }
         FailureOr<Value> mapped = invariant(v);
         if (failed(mapped))
           return signalPassFailure();
+        std::set<int64_t> readers;
         for (int64_t t : tiedTo.lookup(tied))
+          if (rankOf(t) != s)
+            readers.insert(rankOf(t));
+        for (int64_t t : readers)
           SendOp::create(b, loc, *mapped, meshRef, axes,
                          b.getI64IntegerAttr(t - s));
         results.push_back(*mapped);
@@ -940,15 +1068,23 @@ void LoomPipelinePass::runOnOperation() {
 
   if (report) {
     llvm::raw_ostream &os = llvm::outs();
-    os << "pipeline: " << stages << " stages over mesh axis \"" << axis
-       << "\", " << m << " microbatches per step, schedule " << schedule
-       << "\n";
-    os << llvm::format("  bubble fraction (p-1)/(m+p-1) = %.3f",
-                       (double)(stages - 1) / (double)(m + stages - 1));
+    os << "pipeline: " << ranks << " stages over mesh axis \"" << axis
+       << "\", " << m << " microbatches per step, schedule " << schedule;
+    if (chunks > 1)
+      os << ", " << chunks << " virtual stages per stage";
+    os << "\n";
+    if (chunks > 1)
+      os << llvm::format("  bubble fraction (p-1)/(m+p-1)/v = %.3f",
+                         (double)(ranks - 1) / (double)(m + ranks - 1) /
+                             (double)chunks);
+    else
+      os << llvm::format("  bubble fraction (p-1)/(m+p-1) = %.3f",
+                         (double)(ranks - 1) / (double)(m + ranks - 1));
     if (schedule == "zero-bubble")
       os << " for 1F1B; weight-gradient passes fill part of it";
     os << "\n";
-    if (auto timeline = simulatePipeline(schedule, stages, m); succeeded(timeline))
+    if (auto timeline = simulatePipeline(schedule, ranks, m, chunks);
+        succeeded(timeline))
       os << llvm::format("  simulated bubble %.3f (forward passes 1, backward "
                          "2 or, split, 1 + 1; free messages)\n",
                          simulatedBubble(*timeline));
@@ -962,9 +1098,7 @@ void LoomPipelinePass::runOnOperation() {
           [&](SendOp op) { sent += tensorBytes(op.getInput().getType()); });
       program.walk([&](RecvOp op) { received += tensorBytes(op.getType()); });
       int64_t inFlight = 0, most = 0;
-      FailureOr<SmallVector<PipelineAction>> order =
-          pipelineSchedule(schedule, stages, s, m);
-      for (PipelineAction a : *order) {
+      for (PipelineAction a : orders[s]) {
         // A microbatch's activations live until its last pass.
         bool last = a.kind == (schedule == "zero-bubble"
                                    ? PipelineAction::Weight
@@ -974,9 +1108,10 @@ void LoomPipelinePass::runOnOperation() {
       }
       os << llvm::format("  stage %zu: %lld parameter bytes per rank, sends "
                          "%lld and receives %lld bytes per step, at most "
-                         "%lld microbatches' activations alive\n",
+                         "%lld %s activations alive\n",
                          s, (long long)paramBytes, (long long)sent,
-                         (long long)received, (long long)most);
+                         (long long)received, (long long)most,
+                         chunks > 1 ? "chunk passes'" : "microbatches'");
     }
     os.flush();
   }
@@ -993,7 +1128,10 @@ void LoomPipelinePass::runOnOperation() {
   Builder attrs(context);
   config.push_back(attrs.getNamedAttr("pipeline_axis", attrs.getStringAttr(axis)));
   config.push_back(
-      attrs.getNamedAttr("pipeline_stages", attrs.getI64IntegerAttr(stages)));
+      attrs.getNamedAttr("pipeline_stages", attrs.getI64IntegerAttr(ranks)));
+  if (chunks > 1)
+    config.push_back(attrs.getNamedAttr("virtual_stages",
+                                        attrs.getI64IntegerAttr(chunks)));
   config.push_back(
       attrs.getNamedAttr("microbatches", attrs.getI64IntegerAttr(m)));
   config.push_back(attrs.getNamedAttr("pipeline_schedule",

@@ -26,20 +26,25 @@ stagesReading(Value param,
               function_ref<bool(Operation *)> isView);
 
 /// One step of a stage's schedule: the forward or the backward pass of a
-/// microbatch, or (zero-bubble) the weight-gradient part of its backward.
+/// microbatch, or (zero-bubble) the weight-gradient part of its backward;
+/// with the interleaved schedule, of one of the rank's model chunks (the
+/// virtual stage chunk * stages + stage).
 struct PipelineAction {
   enum Kind { Forward, Backward, Weight } kind;
   int64_t microbatch;
+  int64_t chunk = 0;
 };
 
 /// The order in which `stage` (of `stages`) runs the forward and backward
 /// passes of `microbatches` microbatches under schedule `kind` ("gpipe":
 /// all forwards, then all backwards; "1f1b": PipeDream-flush;
 /// "zero-bubble": ZB-H1, backward passes split into input and weight
-/// gradients). Fails for an unknown kind.
+/// gradients; "interleaved-1f1b": Megatron-LM's 1F1B over `chunks` model
+/// chunks per stage, which needs at least 2 chunks and microbatches in
+/// groups of `stages`). Fails for an unknown kind or unsupported counts.
 FailureOr<SmallVector<PipelineAction>>
 pipelineSchedule(StringRef kind, int64_t stages, int64_t stage,
-                 int64_t microbatches);
+                 int64_t microbatches, int64_t chunks = 1);
 
 /// An action of a schedule placed in time: forward passes take 1, backward
 /// passes 2 (1 for the input-gradient part and 1 for the weight-gradient
@@ -51,10 +56,12 @@ struct TimedAction {
 
 /// Every stage's actions of schedule `kind` placed in time as above, each
 /// as early as its stage and its dependencies (the previous stage's forward
-/// of the microbatch, the next stage's backward) allow. Fails for an
-/// unknown kind or a schedule that cannot finish.
+/// of the microbatch, the next stage's backward) allow; with `chunks` model
+/// chunks per stage each pass of a chunk takes 1/chunks of that time.
+/// Fails for an unknown kind or a schedule that cannot finish.
 FailureOr<SmallVector<SmallVector<TimedAction>>>
-simulatePipeline(StringRef kind, int64_t stages, int64_t microbatches);
+simulatePipeline(StringRef kind, int64_t stages, int64_t microbatches,
+                 int64_t chunks = 1);
 
 /// The share of stage-time a simulated schedule leaves idle.
 double simulatedBubble(ArrayRef<SmallVector<TimedAction>> timeline);

@@ -22,7 +22,7 @@
 // CHECK-NOT:  loom.cast
 // F16-LABEL: func.func @mlp
 // F16: loom.matmul {{.*}} : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf32>
-// BAD: loom-autocast: unknown precision 'fp8' (expected bf16 or fp16)
+// BAD: loom-autocast: unknown precision 'fp8' (expected bf16, bf16-pure or fp16)
 
 func.func @mlp(%x: tensor<4x8xf32> {loom.input = "x"},
                %w: tensor<8x8xf32> {loom.param = "w", loom.init = dense<0.5> : tensor<8x8xf32>},

@@ -42,7 +42,7 @@
 // 1F1B: loom.send %{{.*}} on @mesh ["pp"] offset -1 : tensor<4x16xf32>
 
 // CLIP: error: pipelining: this op combines values of stages 0 and 1 (a global gradient norm or loss-scale check over all parameters is not supported with pipeline parallelism yet)
-// KIND: error: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b or zero-bubble)
+// KIND: error: unknown pipeline schedule 'zigzag' (expected gpipe, 1f1b, interleaved-1f1b or zero-bubble)
 func.func @forward(%x: tensor<4x16xf32> {loom.input = "x"},
                    %w1: tensor<16x16xf32> {loom.param = "w1"},
                    %w2: tensor<16x32xf32> {loom.param = "w2"},

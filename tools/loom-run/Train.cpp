@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"
+#include "LowPrecision.h"
 #include "Plot.h"
 #include "Pretrained.h"
 #include "TensorBoard.h"
@@ -879,8 +880,10 @@ int runTrain(int argc, char **argv) {
                     it->second.dtype == LOOM_DTYPE_FLOAT64 ||
                     it->second.dtype == LOOM_DTYPE_FLOAT16 ||
                     it->second.dtype == LOOM_DTYPE_BFLOAT16;
-      if (it->second.shape != whole || !floats ||
-          t.info.dtype != LOOM_DTYPE_FLOAT32)
+      bool floatParam = t.info.dtype == LOOM_DTYPE_FLOAT32 ||
+                        t.info.dtype == LOOM_DTYPE_BFLOAT16 ||
+                        t.info.dtype == LOOM_DTYPE_FLOAT16;
+      if (it->second.shape != whole || !floats || !floatParam)
         misshaped.push_back(
             name + " (" + loom_dtype_name(it->second.dtype) + " " +
             shapeText(it->second.shape.data(), it->second.shape.size()) +
@@ -913,14 +916,25 @@ int runTrain(int argc, char **argv) {
       return fail(initFrom + " does not match " + bundle + ":" + problems +
                   "\n(--init-partial loads what matches)");
     for (auto &[name, a] : loads) {
-      // Converted to the parameter's f32.
+      // Converted to the parameter's type: f32, or rounded once to bf16 or
+      // fp16 (a bundle compiled with --precision=bf16-pure).
       size_t n = a->numElements();
       std::vector<float> values(n);
       for (size_t i = 0; i < n; ++i)
         values[i] = (float)npy::elementAsDouble(a->data.data(), a->dtype, i);
+      loom_dtype_t dtype = tensors[name].info.dtype;
+      std::vector<uint16_t> narrow;
+      if (dtype != LOOM_DTYPE_FLOAT32)
+        for (float v : values)
+          narrow.push_back(dtype == LOOM_DTYPE_BFLOAT16
+                               ? rt::fromFloat<rt::Bf16>(v).bits
+                               : rt::fromFloat<rt::F16>(v).bits);
+      const void *data = narrow.empty() ? (const void *)values.data()
+                                        : (const void *)narrow.data();
+      size_t bytes = narrow.empty() ? values.size() * sizeof(float)
+                                    : narrow.size() * sizeof(uint16_t);
       if (std::string e = take(loom_session_set_tensor_whole(
-              train.get(), tensors[name].index, values.data(),
-              values.size() * sizeof(float)));
+              train.get(), tensors[name].index, data, bytes));
           !e.empty())
         return fail(e);
     }

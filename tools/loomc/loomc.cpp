@@ -59,7 +59,10 @@ static cl::opt<std::string> precision(
              "matrix products and convolutions, and their gradients, in "
              "bf16/fp16 accumulating in fp32; softmax, norms, losses, "
              "reductions, exp/log and the optimizer in fp32; parameters "
-             "and optimizer state stay fp32)"),
+             "and optimizer state stay fp32), or bf16-pure (bf16's policy "
+             "with the parameters and their gradients stored in bf16: half "
+             "their bytes; the optimizer state stays fp32 and each update "
+             "is computed in fp32 and rounded once)"),
     cl::init("fp32"), cl::cat(loomcCategory));
 
 static cl::opt<char> optLevel("O",
@@ -291,11 +294,20 @@ static cl::opt<std::string> pipelineSchedule(
     "pipeline-schedule",
     cl::desc("The order of each stage's forward and backward passes: 1f1b "
              "(default; PipeDream-flush, at most pp - stage microbatches in "
-             "flight), gpipe (all forwards, then all backwards) or "
+             "flight), gpipe (all forwards, then all backwards), "
+             "interleaved-1f1b (Megatron-LM's: each stage runs "
+             "--virtual-stages chunks of the model, which divides the bubble "
+             "by their number; microbatches a multiple of pp) or "
              "zero-bubble (ZB-H1: 1F1B with each backward split into its "
              "input-gradient and weight-gradient parts, the latter filling "
              "the cool-down's waits)"),
     cl::init("1f1b"), cl::cat(pipelineCategory));
+static cl::opt<int64_t> virtualStages(
+    "virtual-stages",
+    cl::desc("With --pipeline-schedule=interleaved-1f1b: model chunks per "
+             "stage (default 2); the model is cut into pp x this many "
+             "pieces and stage s runs pieces s, s + pp, ..."),
+    cl::init(0), cl::cat(pipelineCategory));
 static cl::opt<std::string> stagesOption(
     "stages",
     cl::desc("auto (default): cut the forward graph between layers, "
@@ -491,10 +503,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.remat = remat;
-  if (precision != "fp32" && precision != "bf16" && precision != "fp16") {
+  if (precision != "fp32" && precision != "bf16" && precision != "fp16" &&
+      precision != "bf16-pure") {
     WithColor::error(errs(), "loomc")
-        << "--precision must be fp32, bf16 or fp16, got \"" << precision
-        << "\"\n";
+        << "--precision must be fp32, bf16, bf16-pure or fp16, got \""
+        << precision << "\"\n";
     return 1;
   }
   options.precision = precision;
@@ -588,11 +601,13 @@ int main(int argc, char **argv) {
     bool pipelineFlags = microbatches != 0 || !pipelineCuts.empty() ||
                          !schedulePng.empty() ||
                          pipelineSchedule.getNumOccurrences() ||
+                         virtualStages.getNumOccurrences() ||
                          stagesOption.getNumOccurrences();
     if (pipelineFlags && !stages) {
       WithColor::error(errs(), "loomc")
-          << "--microbatches, --pipeline-schedule, --stages, "
-             "--pipeline-cuts and --schedule-png need a pipeline axis in --mesh (e.g. --mesh "
+          << "--microbatches, --pipeline-schedule, --virtual-stages, "
+             "--stages, --pipeline-cuts and --schedule-png need a pipeline "
+             "axis in --mesh (e.g. --mesh "
           << pipelineAxis.getValue() << "=2)\n";
       return 1;
     }
@@ -616,12 +631,27 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (pipelineSchedule != "1f1b" && pipelineSchedule != "gpipe" &&
-        pipelineSchedule != "zero-bubble") {
+        pipelineSchedule != "zero-bubble" &&
+        pipelineSchedule != "interleaved-1f1b") {
       WithColor::error(errs(), "loomc")
-          << "--pipeline-schedule must be 1f1b, gpipe or zero-bubble, got \""
+          << "--pipeline-schedule must be 1f1b, gpipe, interleaved-1f1b or "
+             "zero-bubble, got \""
           << pipelineSchedule.getValue() << "\"\n";
       return 1;
     }
+    bool interleaved = pipelineSchedule == "interleaved-1f1b";
+    if (virtualStages.getNumOccurrences() &&
+        (!interleaved || virtualStages < 2)) {
+      WithColor::error(errs(), "loomc")
+          << (interleaved ? "--virtual-stages must be at least 2, got " +
+                                std::to_string(virtualStages)
+                          : std::string("--virtual-stages needs "
+                                        "--pipeline-schedule=interleaved-1f1b"))
+          << "\n";
+      return 1;
+    }
+    options.virtualStages =
+        interleaved ? (virtualStages > 0 ? (int64_t)virtualStages : 2) : 1;
     if (microbatches < 0) {
       WithColor::error(errs(), "loomc")
           << "--microbatches must be positive, got " << microbatches << "\n";

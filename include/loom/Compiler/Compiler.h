@@ -125,11 +125,13 @@ struct CompilerOptions {
   std::string reportSvg;
   /// Pipeline parallelism over the mesh axis `pipelineAxis` (when the mesh
   /// has it): `microbatches` per step in the order of `pipelineSchedule`
-  /// (gpipe, 1f1b), the forward graph cut after the ONNX nodes
+  /// (gpipe, 1f1b, interleaved-1f1b with `virtualStages` model chunks per
+  /// stage, zero-bubble), the forward graph cut after the ONNX nodes
   /// `pipelineCuts` or, without them, balanced by the cost interface.
   std::string pipelineAxis = "pp";
   int64_t microbatches = 1;
   std::string pipelineSchedule = "1f1b";
+  int64_t virtualStages = 1;
   std::vector<std::string> pipelineCuts;
   /// Draw the schedule as a Gantt chart to this PNG file (empty: none).
   std::string schedulePng;
@@ -173,7 +175,7 @@ std::optional<int64_t> pipelineStages(const CompilerOptions &options);
 /// by microbatch, idle time grey) to the PNG file `path`.
 LogicalResult writeSchedulePng(llvm::StringRef path, llvm::StringRef kind,
                                int64_t stages, int64_t microbatches,
-                               Location loc);
+                               int64_t chunks, Location loc);
 
 std::string readShardFile(llvm::StringRef path, std::vector<std::string> &specs);
 

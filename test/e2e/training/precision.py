@@ -24,8 +24,16 @@ biases and activations in fp16 too)
                                   steps skipped so far, as loom-run writes
                                   them to its metrics
 
+and, for --precision=bf16-pure (bf16 parameters and gradients, fp32 AdamW
+state, each update computed in fp32 and rounded once to bf16; the forward
+under CPU autocast to bf16, as Loom's policy is bf16's),
+
+  <model>.bf16purex50.losses.npy  the losses
+  <model>.bf16purex50.rtol        max_i |pure_i - fp32_i| / |fp32_i|
+
 Run from anywhere with torch, onnx and numpy (pip):
-    python3 test/e2e/training/precision.py
+    python3 test/e2e/training/precision.py          # everything
+    python3 test/e2e/training/precision.py --pure   # the bf16-pure files only
 """
 import importlib.util
 import os
@@ -63,7 +71,39 @@ def run(make_model, loss_fn, autocast):
     return np.array(losses)
 
 
-def main():
+def run_pure(make_model, loss_fn, lr=3e-3, weight_decay=0.01,
+             betas=(0.9, 0.999), eps=1e-8):
+    """bf16-pure: the model's parameters (and buffers) in bf16, the forward
+    under CPU autocast, bf16 gradients, and AdamW (torch.optim.AdamW's
+    formula) on fp32 moments with the update computed in fp32 and rounded
+    once to bf16."""
+    model = make_model().to(torch.bfloat16)
+    params = [p for p in model.parameters() if p.requires_grad]
+    moments = [(torch.zeros(p.shape), torch.zeros(p.shape)) for p in params]
+    losses = []
+    for t in range(1, STEPS + 1):
+        for p in params:
+            p.grad = None
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = loss_fn(model)
+        loss.float().backward()
+        with torch.no_grad():
+            for p, (m, v) in zip(params, moments):
+                if p.grad is None:
+                    continue
+                g = p.grad.float()
+                w = p.float() * (1 - lr * weight_decay)
+                m.mul_(betas[0]).add_(g, alpha=1 - betas[0])
+                v.mul_(betas[1]).addcmul_(g, g, value=1 - betas[1])
+                step_size = lr / (1 - betas[0] ** t)
+                denom = (v.sqrt() / (1 - betas[1] ** t) ** 0.5).add_(eps)
+                w.addcdiv_(m, denom, value=-step_size)
+                p.copy_(w.to(torch.bfloat16))
+        losses.append(loss.float().item())
+    return np.array(losses)
+
+
+def main(pure_only=False):
     torch.set_num_threads(1)
 
     def mlp():
@@ -87,6 +127,17 @@ def main():
         ("cnn", cnn, lambda m: F.cross_entropy(m(xc), yc)),
         ("gpt", gpt, lambda m: m(tokens, targets)),
     ]
+    for name, make, loss_fn in models:
+        fp32 = np.load(os.path.join(HERE, f"{name}.fp32x50.losses.npy"))
+        pure = run_pure(make, loss_fn)
+        rtol = float(np.max(np.abs(pure - fp32) / np.abs(fp32)))
+        np.save(os.path.join(HERE, f"{name}.bf16purex50.losses.npy"), pure)
+        with open(os.path.join(HERE, f"{name}.bf16purex50.rtol"), "w") as f:
+            f.write(f"{rtol:.6g}\n")
+        print(f"{name}: bf16-pure {pure[0]:.5f} -> {pure[-1]:.5f}, max "
+              f"relative difference from fp32 {rtol:.4g}")
+    if pure_only:
+        return
     loss_scaling("mlp", lambda: LoomHalfMLP(mlp()),
                  lambda m: F.cross_entropy(m(x), y))
     for name, make, loss_fn in models:
@@ -189,4 +240,5 @@ def loss_scaling(name, make_model, loss_fn):
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    main(pure_only="--pure" in sys.argv[1:])
