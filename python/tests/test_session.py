@@ -84,6 +84,9 @@ def test_errors_carry_the_runtime_message(runtime_bundle, fixed_bundle, tmp_path
             session.train_step(bad)
         with pytest.raises(loom.LoomError, match='no run-time hyperparameter "momentum"'):
             session.set_hyperparameter("momentum", 0.9)
+        with pytest.raises(loom.LoomError, match='hyperparameter "lr" must be finite'):
+            session.set_hyperparameter("lr", float("nan"))
+        assert session.hyperparameters["lr"] == 1e-3
 
     with loom.Session(fixed_bundle, entry="train_step") as session:
         assert session.hyperparameters == {}
@@ -109,6 +112,14 @@ def test_errors_carry_the_runtime_message(runtime_bundle, fixed_bundle, tmp_path
     with loom.Session(fixed_bundle, entry="train_step") as session:
         with pytest.raises(loom.LoomError, match=r"does not match the session: it has no tensor \"fc1.bias.exp_avg\""):
             session.load_checkpoint(tmp_path / "sgd.ckpt")
+        session.save_checkpoint(tmp_path / "adamw.ckpt")
+    # A bundle with fc1 frozen keeps no optimizer state for it: the AdamW
+    # checkpoint holds tensors it does not have.
+    frozen = loom.compile(mlp_onnx, tmp_path / "frozen.loom", train=True, loss="cross-entropy:labels",
+                          optimizer="adamw", lr=3e-3, weight_decay=0.01, freeze=["fc1.*"])
+    with loom.Session(frozen, entry="train_step") as session:
+        with pytest.raises(loom.LoomError, match=r'it holds "fc1.bias.exp_avg", which the bundle does not have'):
+            session.load_checkpoint(tmp_path / "adamw.ckpt")
 
     with pytest.raises(loom.LoomError, match="unknown optimizer 'rmsprop'") as failed:
         loom.compile(mlp_onnx, tmp_path / "bad.loom", train=True, loss="cross-entropy:labels", optimizer="rmsprop")
