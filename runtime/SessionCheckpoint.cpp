@@ -41,47 +41,14 @@ loom_status_t loom_session_save_checkpoint(loom_session_t *session,
                                            const char *path) {
   if (!session || !path)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
-                 "session and path must not be NULL");
+                      "session and path must not be NULL");
   loom::train::Checkpoint ckpt;
-  std::string parameters;
-  for (size_t i = 0, e = loom_session_tensor_count(session); i < e; ++i) {
-    loom_tensor_info_t info;
-    if (loom_status_t s = loom_session_tensor_info(session, i, &info))
-      return s;
-    if (!saved(info.kind))
-      continue;
-    if (info.kind == LOOM_TENSOR_HYPERPARAMETER) {
-      double value = 0;
-      const void *data = nullptr;
-      size_t bytes = 0;
-      if (loom_status_t s = loom_session_tensor_data(session, i, &data, &bytes))
-        return s;
-      std::memcpy(&value, data, sizeof value);
-      ckpt.numbers[info.name] = value;
-      continue;
-    }
-    loom::npy::Array a;
-    a.dtype = info.dtype;
-    a.shape = wholeShape(session, i);
-    a.data.resize(a.numElements() * loom_dtype_size(info.dtype));
-    // A collective when the tensor is split: every rank takes part.
-    if (loom_status_t s =
-            loom_session_tensor_gather(session, i, a.data.data(), a.data.size()))
-      return s;
-    if (info.kind == LOOM_TENSOR_PARAMETER)
-      parameters += (parameters.empty() ? "" : "\n") + std::string(info.name);
-    if (std::string(info.name) == "step" && a.dtype == LOOM_DTYPE_INT64 &&
-        a.data.size() == 8) {
-      int64_t step = 0;
-      std::memcpy(&step, a.data.data(), 8);
-      ckpt.numbers["step"] = (double)step;
-    }
-    ckpt.tensors[info.name] = std::move(a);
-  }
+  std::string message;
+  // A collective when tensors are split: every rank takes part.
+  if (!loom::train::gatherSession(session, ckpt, message))
+    return makeStatus(LOOM_STATUS_UNAVAILABLE, message);
   if (loom_session_rank(session) != 0)
     return nullptr;
-  ckpt.strings["parameters"] = parameters;
-  std::string message;
   if (!loom::train::writeCheckpoint(path, ckpt, message))
     return makeStatus(LOOM_STATUS_NOT_FOUND, message);
   return nullptr;

@@ -231,6 +231,65 @@ static uint64_t fnv1a(uint64_t hash, const char *data, size_t size) {
   return hash;
 }
 
+bool loom::train::gatherSession(loom_session_t *session, Checkpoint &ckpt,
+                                std::string &error) {
+  auto failed = [&](loom_status_t status) {
+    error = loom_status_message(status);
+    loom_status_free(status);
+    return false;
+  };
+  // By name: a split tensor's gather is a collective, and the ranks of a
+  // pipeline hold their tensors in different orders.
+  std::map<std::string, size_t> byName;
+  for (size_t i = 0, e = loom_session_tensor_count(session); i < e; ++i) {
+    loom_tensor_info_t info;
+    if (loom_status_t s = loom_session_tensor_info(session, i, &info))
+      return failed(s);
+    byName[info.name] = i;
+  }
+  std::string parameters;
+  for (auto [name, i] : byName) {
+    loom_tensor_info_t info;
+    if (loom_status_t s = loom_session_tensor_info(session, i, &info))
+      return failed(s);
+    if (info.kind == LOOM_TENSOR_HYPERPARAMETER) {
+      const void *data = nullptr;
+      size_t bytes = 0;
+      if (loom_status_t s = loom_session_tensor_data(session, i, &data, &bytes))
+        return failed(s);
+      double value = 0;
+      std::memcpy(&value, data, sizeof value);
+      ckpt.numbers[info.name] = value;
+      continue;
+    }
+    if (info.kind != LOOM_TENSOR_PARAMETER && info.kind != LOOM_TENSOR_STATE)
+      continue;
+    npy::Array a;
+    a.dtype = info.dtype;
+    int32_t rank = 0;
+    int64_t dims[LOOM_MAX_RANK];
+    if (loom_status_t s =
+            loom_session_tensor_whole_shape(session, i, &rank, dims))
+      return failed(s);
+    a.shape.assign(dims, dims + rank);
+    a.data.resize(a.numElements() * loom_dtype_size(info.dtype));
+    if (loom_status_t s =
+            loom_session_tensor_gather(session, i, a.data.data(), a.data.size()))
+      return failed(s);
+    if (info.kind == LOOM_TENSOR_PARAMETER)
+      parameters += (parameters.empty() ? "" : "\n") + std::string(info.name);
+    if (std::string(info.name) == "step" && a.dtype == LOOM_DTYPE_INT64 &&
+        a.data.size() == sizeof(int64_t)) {
+      int64_t step = 0;
+      std::memcpy(&step, a.data.data(), sizeof step);
+      ckpt.numbers["step"] = (double)step;
+    }
+    ckpt.tensors[info.name] = std::move(a);
+  }
+  ckpt.strings["parameters"] = parameters;
+  return true;
+}
+
 bool loom::train::writeCheckpoint(const std::string &path,
                                   const Checkpoint &checkpoint,
                                   std::string &error) {

@@ -104,6 +104,15 @@ struct Checkpoint {
   std::map<std::string, std::string> strings;
 };
 
+/// Adds what a checkpoint keeps of `session` to `checkpoint`: the whole
+/// value of every parameter and state tensor (a collective when one is split
+/// over the run's ranks: every rank calls it), the run-time hyperparameters
+/// as numbers "hparam.<name>", the step counter as "step", and the
+/// parameters' names, one per line, as the string "parameters" (what
+/// --init-from loads). On failure returns false and sets `error`.
+bool gatherSession(loom_session_t *session, Checkpoint &checkpoint,
+                   std::string &error);
+
 /// Writes `checkpoint` to `path` atomically: a temporary file in the same
 /// directory, flushed to disk, then renamed over `path`. The file holds a
 /// checksum of everything in it.

@@ -948,37 +948,27 @@ int runTrain(int argc, char **argv) {
   // Every rank takes part (split tensors are gathered); rank 0 writes.
   auto saveCheckpoint = [&](const std::string &file) -> bool {
     train::Checkpoint ckpt;
-    for (const std::string &name : stateNames) {
-      npy::Array a;
-      if (std::string e = wholeOf(train.get(), tensors[name], a); !e.empty()) {
-        fail(e);
-        return false;
-      }
-      ckpt.tensors[name] = std::move(a);
+    if (!train::gatherSession(train.get(), ckpt, error)) {
+      fail(error);
+      return false;
     }
     if (!leader)
       return true;
     train::Position at = loader.position();
-    ckpt.numbers = {{"step", (double)step},
-                    {"epoch", (double)at.epoch},
-                    {"batch", (double)at.batch},
-                    {"batch_size", (double)batch},
-                    {"samples", (double)data.samples},
-                    {"seed", (double)seed},
-                    {"shuffle", (double)!noShuffle},
-                    {"heldout", (double)heldOut},
-                    {"bad_evals", (double)badEvals}};
+    for (auto [key, value] :
+         {std::pair<const char *, double>{"step", (double)step},
+          {"epoch", (double)at.epoch},
+          {"batch", (double)at.batch},
+          {"batch_size", (double)batch},
+          {"samples", (double)data.samples},
+          {"seed", (double)seed},
+          {"shuffle", (double)!noShuffle},
+          {"heldout", (double)heldOut},
+          {"bad_evals", (double)badEvals}})
+      ckpt.numbers[key] = value;
     if (std::isfinite(bestVal))
       ckpt.numbers["best_val_loss"] = bestVal;
-    for (auto &[name, value] : hyper)
-      ckpt.numbers["hparam." + name] = value;
     ckpt.strings["bundle"] = bundle;
-    // Which tensors are parameters (--init-from reads only those).
-    std::string params;
-    for (const std::string &name : stateNames)
-      if (tensors[name].info.kind == LOOM_TENSOR_PARAMETER)
-        params += (params.empty() ? "" : "\n") + name;
-    ckpt.strings["parameters"] = params;
     SmallString<256> path(checkpointDir);
     sys::path::append(path, file);
     if (!train::writeCheckpoint(std::string(path), ckpt, error)) {
