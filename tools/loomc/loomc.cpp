@@ -7,6 +7,7 @@
 
 #include "loom/Compiler/Compiler.h"
 #include "loom/InitAll.h"
+#include "loom/Planner/Planner.h"
 #include "loom/Support/Diagnostics.h"
 
 #include "mlir/IR/AsmState.h"
@@ -24,7 +25,7 @@ using namespace llvm;
 
 static cl::OptionCategory loomcCategory("loomc options");
 
-static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+static cl::opt<std::string> inputPath(cl::Positional, cl::Optional,
                                       cl::desc("<model.onnx | model.mlir>"),
                                       cl::cat(loomcCategory));
 
@@ -392,6 +393,51 @@ static cl::opt<bool>
                           "which loom-run train --memory-stats measures"),
                  cl::cat(parallelCategory));
 
+static cl::OptionCategory planCategory(
+    "Planner (auto-parallel: mesh, ZeRO, microbatches, schedule, precision "
+    "and recompute chosen from a cost model)");
+
+static cl::opt<std::string> planSimulate(
+    "plan-simulate",
+    cl::desc("Plan a transformer described by its shape in this JSON file "
+             "({\"layers\", \"hidden\", \"heads\", \"seq_len\", "
+             "\"vocab\"}, optional \"ffn\", \"experts\", \"top_k\", "
+             "\"moe_every\") on --cluster: prints the best plans with "
+             "predicted step time, MFU and memory per device; no model "
+             "file needed, nothing compiled"),
+    cl::value_desc("model.json"), cl::cat(planCategory));
+
+static cl::opt<std::string> clusterPath(
+    "cluster",
+    cl::desc("The cluster to plan for: devices (peak FLOP/s per precision, "
+             "memory, bandwidth), devices per node, nodes and their links "
+             "(see examples/clusters/)"),
+    cl::value_desc("cluster.json"), cl::cat(planCategory));
+
+static cl::opt<int64_t> globalBatch("global-batch",
+                                    cl::desc("Sequences per training step"),
+                                    cl::init(0), cl::cat(planCategory));
+
+static cl::opt<int64_t> planDevices(
+    "plan-devices",
+    cl::desc("Devices to plan for (default: every device of the cluster)"),
+    cl::init(0), cl::cat(planCategory));
+
+static cl::opt<std::string> planFix(
+    "plan-fix",
+    cl::desc("Choices the planner must keep, key=value,...: dp, tp, pp, ep, "
+             "microbatch (sequences), zero, schedule, precision, remat, "
+             "sequence_parallel, overlap_grad_reduce, grad_reduce_dtype"),
+    cl::value_desc("key=value,..."), cl::cat(planCategory));
+
+static cl::opt<int64_t> planTop("plan-top",
+                                cl::desc("Plans to print (default 10)"),
+                                cl::init(10), cl::cat(planCategory));
+
+static cl::opt<std::string>
+    planJson("plan-json", cl::desc("Also write the printed plans as JSON"),
+             cl::value_desc("file"), cl::cat(planCategory));
+
 /// A size in bytes: a positive number with an optional unit, B, KB, MB,
 /// GB (powers of 1000) or KiB, MiB, GiB (powers of 1024).
 static std::optional<int64_t> parseByteSize(llvm::StringRef text) {
@@ -420,6 +466,33 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "loomc: compiles ONNX models for training with "
                               "Loom\n");
+
+  if (!planSimulate.empty()) {
+    mlir::loom::plan::SimulateOptions plan;
+    plan.modelPath = planSimulate;
+    plan.clusterPath = clusterPath;
+    plan.fix = planFix;
+    plan.globalBatch = globalBatch;
+    plan.devices = planDevices;
+    plan.top = planTop;
+    plan.jsonPath = planJson;
+    if (clusterPath.empty()) {
+      WithColor::error(errs(), "loomc") << "--plan-simulate needs --cluster\n";
+      return 1;
+    }
+    if (llvm::Error e = mlir::loom::plan::simulate(plan, outs())) {
+      outs().flush();
+      WithColor::error(errs(), "loomc") << toString(std::move(e)) << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  if (inputPath.empty()) {
+    WithColor::error(errs(), "loomc")
+        << "no model given (loomc MODEL.onnx|MODEL.mlir, or --plan-simulate "
+           "MODEL.json --cluster CLUSTER.json)\n";
+    return 1;
+  }
 
   mlir::loom::CompilerOptions options;
   options.inputPath = inputPath;
