@@ -102,8 +102,34 @@ template <typename T> struct View {
       }
     }
   }
+  /// Whether the elements lie packed in row-major order (the strides of a
+  /// dense tensor), which allows copies by runs instead of by index.
+  bool dense() const {
+    int64_t expected = 1;
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (sizes[d] != 1 && strides[d] != expected)
+        return false;
+      expected *= sizes[d];
+    }
+    return true;
+  }
+  /// Elements before and after dimension `dim` (a dense view is
+  /// [outer, sizes[dim], inner]).
+  std::pair<size_t, size_t> around(int64_t dim) const {
+    size_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < (int64_t)sizes.size(); ++d)
+      (d < dim ? outer : inner) *= d == dim ? 1 : (size_t)sizes[d];
+    return {outer, inner};
+  }
   /// The elements in row-major order.
   std::vector<float> packed() const {
+    if (dense()) {
+      size_t n = count();
+      std::vector<float> values(n);
+      for (size_t i = 0; i < n; ++i)
+        values[i] = loom::rt::toFloat(data[i]);
+      return values;
+    }
     std::vector<float> values;
     values.reserve(count());
     forEachIndex(
@@ -112,6 +138,11 @@ template <typename T> struct View {
   }
   /// Writes `values` (row-major) into the view.
   void unpack(const std::vector<float> &values) const {
+    if (dense()) {
+      for (size_t i = 0, n = count(); i < n; ++i)
+        data[i] = loom::rt::fromFloat<T>(values[i]);
+      return;
+    }
     size_t i = 0;
     forEachIndex([&](const std::vector<int64_t> &index) {
       set(index, values[i++]);
@@ -119,6 +150,34 @@ template <typename T> struct View {
   }
 };
 
+
+/// Blocks of a dense tensor [outer, groups * run / inner, inner] split
+/// along its middle dimension into `groups` equal parts: part r's run o
+/// (run elements) is at o * groups * run + r * run in the tensor and at
+/// r * outer * run + o * run packed. `splitRuns` packs, `joinRuns` unpacks,
+/// converting between T and f32 on the way.
+template <typename From, typename To>
+void splitRuns(const From *tensor, To *packed, size_t outer, size_t groups,
+               size_t run) {
+  for (size_t r = 0; r < groups; ++r)
+    for (size_t o = 0; o < outer; ++o) {
+      const From *from = tensor + (o * groups + r) * run;
+      To *to = packed + (r * outer + o) * run;
+      for (size_t j = 0; j < run; ++j)
+        to[j] = loom::rt::fromFloat<To>(loom::rt::toFloat(from[j]));
+    }
+}
+template <typename From, typename To>
+void joinRuns(const From *packed, To *tensor, size_t outer, size_t groups,
+              size_t run) {
+  for (size_t r = 0; r < groups; ++r)
+    for (size_t o = 0; o < outer; ++o) {
+      const From *from = packed + (r * outer + o) * run;
+      To *to = tensor + (o * groups + r) * run;
+      for (size_t j = 0; j < run; ++j)
+        to[j] = loom::rt::fromFloat<To>(loom::rt::toFloat(from[j]));
+    }
+}
 
 /// Communicators over parts of the mesh, by the run's communicator and the
 /// group's name; made the first time a collective needs one.
@@ -297,8 +356,11 @@ private:
 
 /// Runs `fn` (a communicator call) in its turn on the collective thread and
 /// waits for it, recording its failure.
-template <typename Fn> bool guarded(Fn &&fn) {
+/// With tracing on, the wait is recorded as `what` (null: not recorded).
+template <typename Fn> bool guarded(Fn &&fn, const char *what = nullptr) {
   CollectiveQueue &queue = CollectiveQueue::get();
+  int64_t started =
+      what && loom::rt::trace::enabled() ? loom::rt::trace::now() : 0;
   std::string error = queue.wait(queue.submit([&]() -> std::string {
     try {
       fn();
@@ -307,6 +369,8 @@ template <typename Fn> bool guarded(Fn &&fn) {
       return e.what();
     }
   }));
+  if (started)
+    loom::rt::trace::record(what, "wait", started, loom::rt::trace::now());
   if (error.empty())
     return true;
   loom::rt::collectiveError = error;
@@ -389,13 +453,22 @@ void allGather(Unranked *in, Unranked *out, int64_t dim, int64_t group) {
   std::vector<float> blocks(mine.size() * (size_t)groupSize);
   if (!guarded([&] {
         c->allGather(mine.data(), blocks.data(), mine.size());
-      }))
+      }, "all-gather"))
     return;
-  // Block r holds rank r's tensor; it lands at offset r * size along `dim`.
+  // Block r holds rank r's tensor; it lands at offset r * size along `dim`:
+  // in a dense result, runs of size * inner elements.
+  if (dst.dense()) {
+    auto [outer, inner] = src.around(dim);
+    joinRuns(blocks.data(), dst.data, outer, groupSize,
+             (size_t)src.sizes[dim] * inner);
+    return;
+  }
+  // One index buffer for every element (a copy per element would allocate).
   size_t i = 0;
+  std::vector<int64_t> at;
   for (int64_t r = 0; r < groupSize; ++r)
     src.forEachIndex([&](const std::vector<int64_t> &index) {
-      std::vector<int64_t> at = index;
+      at.assign(index.begin(), index.end());
       at[dim] += r * src.sizes[dim];
       dst.set(at, blocks[i++]);
     });
@@ -421,18 +494,31 @@ void allToAll(Unranked *in, Unranked *out, int64_t splitDim, int64_t concatDim,
   size_t block = piece.count();
   std::vector<float> packed(block * (size_t)groupSize),
       received(packed.size());
+  std::vector<int64_t> local;
+  if (src.dense()) {
+    auto [outer, inner] = src.around(splitDim);
+    splitRuns(src.data, packed.data(), outer, groupSize, (size_t)n * inner);
+  } else
   src.forEachIndex([&](const std::vector<int64_t> &index) {
-    std::vector<int64_t> local = index;
+    local.assign(index.begin(), index.end());
     local[splitDim] = index[splitDim] % n;
     packed[(size_t)(index[splitDim] / n) * block + piece.linear(local)] =
         src.get(index);
   });
-  if (!guarded([&] { c->allToAll(packed.data(), received.data(), block); }))
+  if (!guarded([&] { c->allToAll(packed.data(), received.data(), block); },
+               "all-to-all"))
     return;
+  if (dst.dense()) {
+    auto [outer, inner] = piece.around(concatDim);
+    joinRuns(received.data(), dst.data, outer, groupSize,
+             (size_t)piece.sizes[concatDim] * inner);
+    return;
+  }
   size_t i = 0;
+  std::vector<int64_t> at;
   for (int64_t r = 0; r < groupSize; ++r)
     piece.forEachIndex([&](const std::vector<int64_t> &index) {
-      std::vector<int64_t> at = index;
+      at.assign(index.begin(), index.end());
       at[concatDim] += r * piece.sizes[concatDim];
       dst.set(at, received[i++]);
     });
@@ -455,13 +541,18 @@ void reduceScatter(Unranked *in, Unranked *out, int64_t dim, int64_t reduction,
   int64_t n = dst.sizes[dim];
   size_t block = dst.count();
   std::vector<float> packed(block * (size_t)groupSize);
+  std::vector<int64_t> local;
+  if (src.dense()) {
+    auto [outer, inner] = src.around(dim);
+    splitRuns(src.data, packed.data(), outer, groupSize, (size_t)n * inner);
+  } else
   src.forEachIndex([&](const std::vector<int64_t> &index) {
-    std::vector<int64_t> local = index;
+    local.assign(index.begin(), index.end());
     int64_t r = index[dim] / n;
     local[dim] = index[dim] % n;
     packed[(size_t)r * block + dst.linear(local)] = src.get(index);
   });
-  if (!guarded([&] { allReduceValues<T>(c, packed, op); }))
+  if (!guarded([&] { allReduceValues<T>(c, packed, op); }, "reduce-scatter"))
     return;
   std::vector<float> mine(packed.begin() + (size_t)c->rank() * block,
                           packed.begin() + (size_t)(c->rank() + 1) * block);

@@ -434,20 +434,16 @@ chooseRecomputation(ModuleOp module, const CompilerOptions &options) {
   return candidate(high);
 }
 
-LogicalResult mlir::loom::compile(MLIRContext &context,
-                                  const CompilerOptions &options) {
-  EmitPhase phase = options.emit.value_or(
-      StringRef(options.outputPath).ends_with(".loom") ? EmitPhase::Bundle
-                                                       : EmitPhase::Loom);
-  Location cmdLoc = UnknownLoc::get(&context);
-  if (phase >= EmitPhase::Obj && options.outputPath == "-")
-    return emitError(cmdLoc)
-           << (phase == EmitPhase::Bundle ? "--emit=bundle" : "--emit=obj")
-           << " needs an output path (-o)";
-
-  OwningOpRef<ModuleOp> module = loadModel(context, options);
-  if (!module)
-    return failure();
+/// Everything loomc does to `module` before writing it: mixture-of-experts
+/// routing, tensor-parallel projections, precision, pipeline stages, the
+/// training step, recomputation, partitioning and lowering to `phase`.
+/// `requested` as for partitionAndLower.
+static LogicalResult transform(OwningOpRef<ModuleOp> &module,
+                               const CompilerOptions &options, EmitPhase phase,
+                               bool requested,
+                               SmallVector<EntrySignature> &entries,
+                               DictionaryAttr &training) {
+  Location cmdLoc = UnknownLoc::get(module->getContext());
 
   // Mixture-of-experts layers get their routing before anything reads their
   // cost or builds their gradient.
@@ -588,10 +584,56 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       return failure();
   }
 
+  return partitionAndLower(*module, options, phase, requested, entries,
+                           training);
+}
+
+OwningOpRef<ModuleOp> mlir::loom::buildModule(MLIRContext &context,
+                                              const CompilerOptions &options,
+                                              EmitPhase phase,
+                                              int64_t *compiledBytes) {
+  OwningOpRef<ModuleOp> module = loadModel(context, options);
+  if (!module)
+    return {};
   SmallVector<EntrySignature> entries;
   DictionaryAttr training;
-  if (failed(partitionAndLower(*module, options, phase, /*requested=*/true,
-                               entries, training)))
+  if (failed(transform(module, options, phase, /*requested=*/false, entries,
+                       training)))
+    return {};
+  if (compiledBytes) {
+    // The largest program of the step (each pipeline stage has its own).
+    *compiledBytes = 0;
+    bool staged = false;
+    for (const EntrySignature &entry : entries)
+      if (StringRef(entry.name).starts_with("train_step_stage")) {
+        *compiledBytes = std::max(
+            *compiledBytes, compiledMemoryOf(*module, entries, entry.name).total());
+        staged = true;
+      }
+    if (!staged)
+      *compiledBytes = compiledMemoryOf(*module, entries).total();
+  }
+  return module;
+}
+
+LogicalResult mlir::loom::compile(MLIRContext &context,
+                                  const CompilerOptions &options) {
+  EmitPhase phase = options.emit.value_or(
+      StringRef(options.outputPath).ends_with(".loom") ? EmitPhase::Bundle
+                                                       : EmitPhase::Loom);
+  Location cmdLoc = UnknownLoc::get(&context);
+  if (phase >= EmitPhase::Obj && options.outputPath == "-")
+    return emitError(cmdLoc)
+           << (phase == EmitPhase::Bundle ? "--emit=bundle" : "--emit=obj")
+           << " needs an output path (-o)";
+
+  OwningOpRef<ModuleOp> module = loadModel(context, options);
+  if (!module)
+    return failure();
+  SmallVector<EntrySignature> entries;
+  DictionaryAttr training;
+  if (failed(transform(module, options, phase, /*requested=*/true, entries,
+                       training)))
     return failure();
 
   if (options.report && phase >= EmitPhase::Obj) {

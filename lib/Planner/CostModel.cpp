@@ -28,6 +28,30 @@ double Cluster::peakFor(StringRef precision) const {
   return 0;
 }
 
+double Cluster::gemmRate(double m, double n, double k,
+                         StringRef precision) const {
+  // bf16-pure computes its products as mixed bf16 does.
+  StringRef kind = precision == "bf16-pure" ? StringRef("bf16") : precision;
+  const GemmSample *nearest = nullptr;
+  double best = 0;
+  for (const GemmSample &s : gemm) {
+    if (s.precision != kind)
+      continue;
+    double d = 0;
+    for (auto [a, b] : {std::pair<double, double>{m, double(s.m)},
+                        {n, double(s.n)},
+                        {k, double(s.k)}}) {
+      double r = std::log2(std::max(a, 1.0) / b);
+      d += r * r;
+    }
+    if (!nearest || d < best)
+      nearest = &s, best = d;
+  }
+  if (nearest)
+    return nearest->flops;
+  return peakFor(precision) * gemmEfficiency;
+}
+
 double Transformer::parameters() const {
   double h = hidden, f = ffnWidth();
   double attention = 4 * h * h + 4 * h;

@@ -147,7 +147,7 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
   Reader r(*root, "",
            {"name", "device", "devices_per_node", "nodes", "intra_node",
             "inter_node", "link_efficiency", "memory_margin", "source",
-            "note"});
+            "collectives", "note"});
   if (Error e = r.unknownFields())
     return std::move(e);
   if (Error e = r.string("name", c.name, true))
@@ -158,7 +158,7 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
   Reader d(**deviceObject, "device",
            {"name", "memory_gib", "memory_bandwidth_gbs", "peak_tflops",
             "gemm_efficiency", "memory_efficiency", "kernel_overhead_us",
-            "reserved_gib", "note"});
+            "reserved_gib", "gemm", "note"});
   if (Error e = d.unknownFields())
     return std::move(e);
   if (Error e = d.string("name", c.device, true))
@@ -189,6 +189,40 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
   if (Error e = d.number("reserved_gib", c.reservedBytes, false,
                          1024.0 * 1024 * 1024))
     return std::move(e);
+  if (const json::Value *table = (*deviceObject)->get("gemm")) {
+    const json::Array *rows = table->getAsArray();
+    if (!rows)
+      return llvm::createStringError(
+          "\"device.gemm\" must be an array of {\"m\", \"n\", \"k\", "
+          "\"precision\", \"gflops\"}");
+    for (auto [index, row] : llvm::enumerate(*rows)) {
+      std::string where = "device.gemm[" + std::to_string(index) + "]";
+      const json::Object *o = row.getAsObject();
+      if (!o)
+        return llvm::createStringError("\"" + where + "\" must be an object");
+      Reader g(*o, where, {"m", "n", "k", "precision", "gflops"});
+      GemmSample sample;
+      if (Error e = g.unknownFields())
+        return std::move(e);
+      for (auto [key, field] : {std::pair<StringRef, int64_t *>{"m", &sample.m},
+                                {"n", &sample.n},
+                                {"k", &sample.k}})
+        if (Error e = g.integer(key, *field, true))
+          return std::move(e);
+      if (Error e = g.string("precision", sample.precision, true))
+        return std::move(e);
+      if (Error e = g.number("gflops", sample.flops, true, 1e9))
+        return std::move(e);
+      if (sample.precision != "fp32" && sample.precision != "bf16" &&
+          sample.precision != "fp16" && sample.precision != "tf32")
+        return llvm::createStringError(
+            "\"" + where + ".precision\" must be fp32, tf32, bf16 or fp16");
+      if (!sample.m || !sample.n || !sample.k || !(sample.flops > 0))
+        return llvm::createStringError("\"" + where +
+                                       "\" needs positive m, n, k and gflops");
+      c.gemm.push_back(std::move(sample));
+    }
+  }
   if (Error e = r.integer("devices_per_node", c.devicesPerNode, true))
     return std::move(e);
   if (Error e = r.integer("nodes", c.nodes, true))
@@ -197,6 +231,31 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
     return std::move(e);
   if (Error e = readLink(r, "inter_node", c.interNode))
     return std::move(e);
+  if (root->get("collectives")) {
+    Expected<const json::Object *> measured = r.object_("collectives");
+    if (!measured)
+      return measured.takeError();
+    Reader m(**measured, "collectives",
+             {"all_reduce", "all_reduce_overlapped", "all_gather", "p2p"});
+    if (Error e = m.unknownFields())
+      return std::move(e);
+    for (auto [key, field] :
+         {std::pair<StringRef, std::optional<Link> *>{"all_reduce",
+                                                      &c.allReduce},
+          {"all_reduce_overlapped", &c.allReduceOverlapped},
+          {"all_gather", &c.allGather},
+          {"p2p", &c.p2p}}) {
+      if (!(*measured)->get(key))
+        continue;
+      Link link;
+      if (Error e = readLink(m, key, link))
+        return std::move(e);
+      if (!(link.bandwidth > 0))
+        return llvm::createStringError("\"collectives." + key +
+                                       ".bandwidth_gbs\" must be positive");
+      *field = link;
+    }
+  }
   if (Error e = r.number("link_efficiency", c.linkEfficiency, false))
     return std::move(e);
   if (Error e = r.number("memory_margin", c.memoryMargin, false))

@@ -2,7 +2,8 @@
 //
 // Data parallelism all-reduces every gradient separately; most are small
 // (biases, layer norms), and each costs a round trip between the ranks.
-// This pass packs consecutive all-reduces of the same kind into buckets of
+// This pass packs consecutive all-reduces of the same kind (one open bucket
+// per kind, so kinds may interleave) into buckets of
 // up to `bucket-bytes`: the inputs are flattened and concatenated, reduced
 // with one collective, and split back. A bucket is closed (its collective
 // emitted right after its last member, where that gradient is produced) as
@@ -53,24 +54,33 @@ public:
     sinkThroughReshapes(block);
     hoistToOperands(block);
     for (Operation &op : llvm::make_early_inc_range(block)) {
-      bool usesBucket = llvm::any_of(op.getOperands(), [&](Value v) {
-        Operation *def = v.getDefiningOp();
-        return def && llvm::is_contained(members, def);
-      });
-      if (usesBucket)
-        flush();
+      // A bucket closes where a member's result is first used.
+      for (Bucket &bucket : buckets)
+        if (llvm::any_of(op.getOperands(), [&](Value v) {
+              Operation *def = v.getDefiningOp();
+              return def && llvm::is_contained(bucket.members, def);
+            }))
+          flush(bucket);
       auto reduce = dyn_cast<AllReduceOp>(&op);
       if (!reduce || !reduce.getInput().getType().hasStaticShape())
         continue;
-      if (!members.empty() && !(keyOf(reduce) == key))
-        flush();
-      key = keyOf(reduce);
-      members.push_back(reduce);
-      bytes += detail::tensorBytes(reduce.getInput().getType());
-      if (bytes >= capacity)
-        flush();
+      // One open bucket per kind: gradients of different element types (a
+      // bf16 product's weight and its fp32 bias) interleave without
+      // closing each other's bucket.
+      Key key = keyOf(reduce);
+      Bucket *bucket = llvm::find_if(
+          buckets, [&](const Bucket &b) { return b.key == key; });
+      if (bucket == buckets.end()) {
+        buckets.push_back({key, {}, 0});
+        bucket = &buckets.back();
+      }
+      bucket->members.push_back(reduce);
+      bucket->bytes += detail::tensorBytes(reduce.getInput().getType());
+      if (bucket->bytes >= capacity)
+        flush(*bucket);
     }
-    flush();
+    for (Bucket &bucket : buckets)
+      flush(bucket);
   }
 
 private:
@@ -112,15 +122,21 @@ private:
     }
   }
 
-  void flush() {
-    if (members.size() > 1 || (overlap && !members.empty()))
-      emit();
-    members.clear();
-    bytes = 0;
+  struct Bucket {
+    Key key;
+    SmallVector<AllReduceOp> members;
+    int64_t bytes = 0;
+  };
+
+  void flush(Bucket &bucket) {
+    if (bucket.members.size() > 1 || (overlap && !bucket.members.empty()))
+      emit(bucket.members);
+    bucket.members.clear();
+    bucket.bytes = 0;
   }
 
   /// One collective for every member, right after the last one.
-  void emit() {
+  void emit(SmallVector<AllReduceOp> &members) {
     AllReduceOp last = members.back();
     OpBuilder b(last);
     Location loc = b.getFusedLoc(llvm::map_to_vector(
@@ -179,9 +195,7 @@ private:
 
   int64_t capacity;
   bool overlap;
-  SmallVector<AllReduceOp> members;
-  int64_t bytes = 0;
-  Key key;
+  SmallVector<Bucket> buckets;
 };
 
 struct LoomBucketAllReducesPass

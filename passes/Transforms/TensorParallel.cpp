@@ -85,6 +85,11 @@ std::optional<Linear> asLinear(MatmulOp op) {
       v = reshape.getInput();
       continue;
     }
+    // Mixed precision reads the weight through its cast (loom-autocast).
+    if (auto castOp = v.getDefiningOp<CastOp>()) {
+      v = castOp.getInput();
+      continue;
+    }
     if (auto transpose = v.getDefiningOp<TransposeOp>()) {
       ArrayRef<int64_t> perm = transpose.getPerm();
       for (int64_t &d : at)

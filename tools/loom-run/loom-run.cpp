@@ -3,6 +3,7 @@
 //   loom-run infer model.loom --input NAME=FILE.npy ... --output-dir DIR
 //   loom-run train model.loom --data NAME=FILE.npy ... (see Train.cpp)
 //   loom-run launch --nproc N -- COMMAND ... (see Launch.cpp)
+//   loom-run calibrate --nproc N -o cluster.json (see Calibrate.cpp)
 //
 // `infer` binds .npy files to a bundle's inputs through libloomrt's C API,
 // runs the entry point and writes every output as DIR/<output name>.npy.
@@ -198,6 +199,8 @@ static int runInfer() {
 
 extern cl::SubCommand trainCommand;
 int runTrain(int argc, char **argv);
+extern cl::SubCommand calibrateCommand;
+int runCalibrate(int argc, char **argv);
 extern cl::SubCommand launchCommand;
 int runLaunch();
 
@@ -214,6 +217,8 @@ int main(int argc, char **argv) {
     return runTrain(argc, argv);
   if (launchCommand)
     return runLaunch();
-  return fail(
-      "expected a command: infer, train or launch (see loom-run --help)");
+  if (calibrateCommand)
+    return runCalibrate(argc, argv);
+  return fail("expected a command: infer, train, launch or calibrate (see "
+              "loom-run --help)");
 }

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "loom/Compiler/Compiler.h"
+#include "loom/Compiler/Plan.h"
 #include "loom/InitAll.h"
 #include "loom/Planner/Planner.h"
 #include "loom/Support/Diagnostics.h"
@@ -397,6 +398,22 @@ static cl::OptionCategory planCategory(
     "Planner (auto-parallel: mesh, ZeRO, microbatches, schedule, precision "
     "and recompute chosen from a cost model)");
 
+static cl::opt<bool> planFlag(
+    "plan",
+    cl::desc("With --train and --cluster: choose the mesh (dp, tp, pp), ZeRO "
+             "stage, microbatch size and count, pipeline schedule, precision "
+             "and recomputation for the model by compiling every candidate "
+             "and simulating its per-rank programs on the cluster profile "
+             "(GEMM rates by shape, memory bandwidth, collective latency and "
+             "bandwidth; loom-run calibrate measures this machine's); prints "
+             "the best plans with predicted step time and memory per rank, "
+             "then compiles the best"),
+    cl::cat(planCategory));
+static cl::opt<bool> planOnly(
+    "plan-only",
+    cl::desc("With --plan: print the table of plans and compile nothing"),
+    cl::cat(planCategory));
+
 static cl::opt<std::string> planSimulate(
     "plan-simulate",
     cl::desc("Plan a transformer described by its shape in this JSON file "
@@ -414,8 +431,10 @@ static cl::opt<std::string> clusterPath(
              "(see examples/clusters/)"),
     cl::value_desc("cluster.json"), cl::cat(planCategory));
 
-static cl::opt<int64_t> globalBatch("global-batch",
-                                    cl::desc("Sequences per training step"),
+static cl::opt<int64_t> globalBatch(
+    "global-batch",
+    cl::desc("Sequences (samples) per training step (with --plan: default "
+             "the model's batch)"),
                                     cl::init(0), cl::cat(planCategory));
 
 static cl::opt<int64_t> planDevices(
@@ -486,6 +505,32 @@ int main(int argc, char **argv) {
       return 1;
     }
     return 0;
+  }
+  if (planOnly && !planFlag) {
+    WithColor::error(errs(), "loomc") << "--plan-only needs --plan\n";
+    return 1;
+  }
+  if (planFlag) {
+    if (!train || clusterPath.empty()) {
+      WithColor::error(errs(), "loomc")
+          << "--plan chooses the layout of a training step for a cluster: "
+             "it needs --train and --cluster\n";
+      return 1;
+    }
+    // What the planner chooses may not also be given; --plan-fix keeps a
+    // choice.
+    for (cl::Option *chosen :
+         std::initializer_list<cl::Option *>{
+             &mesh, &zeroStage, &tpPlan, &precision, &remat, &microbatches,
+             &pipelineSchedule, &virtualStages, &gradAccumulation,
+             &sequenceParallel, &memoryBudget})
+      if (chosen->getNumOccurrences()) {
+        WithColor::error(errs(), "loomc")
+            << "--plan chooses --" << chosen->ArgStr
+            << "; leave it out (or keep a choice with --plan-fix, e.g. "
+               "--plan-fix tp=2,precision=fp32)\n";
+        return 1;
+      }
   }
   if (inputPath.empty()) {
     WithColor::error(errs(), "loomc")
@@ -757,6 +802,19 @@ int main(int argc, char **argv) {
   context.printOpOnDiagnostic(false);
   mlir::loom::ToolDiagnosticHandler diagnostics(&context, errs());
 
+  if (planFlag) {
+    mlir::loom::PlanOptions plan;
+    plan.clusterPath = clusterPath;
+    plan.globalBatch = globalBatch;
+    plan.devices = planDevices;
+    plan.fix = planFix;
+    plan.top = planTop;
+    plan.jsonPath = planJson;
+    plan.planOnly = planOnly;
+    if (failed(mlir::loom::planAndCompile(context, options, plan)))
+      return 1;
+    return 0;
+  }
   if (failed(mlir::loom::compile(context, options)))
     return 1;
   return 0;

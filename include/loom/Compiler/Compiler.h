@@ -190,6 +190,17 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
 LogicalResult runPipeline(ModuleOp module, EmitPhase phase, unsigned optLevel,
                           bool simplify = true);
 
+/// Loads the model and compiles it to `phase` as loomc would, without its
+/// reports (for the planner, which compiles candidates). From EmitPhase::LLVM
+/// on, `compiledBytes` (when given) receives what the compiled step needs
+/// per rank: its arguments and the peak of its temporaries (the largest
+/// stage's, with pipeline stages), as `--report` prints it. Returns null
+/// after reporting an error.
+OwningOpRef<ModuleOp> buildModule(MLIRContext &context,
+                                  const CompilerOptions &options,
+                                  EmitPhase phase,
+                                  int64_t *compiledBytes = nullptr);
+
 /// The whole of loomc: load, lower to the requested phase, write the output.
 LogicalResult compile(MLIRContext &context, const CompilerOptions &options);
 

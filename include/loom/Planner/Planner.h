@@ -49,6 +49,14 @@ struct Link {
   double latency = 0;
 };
 
+/// A measured matrix product: m x k by k x n in `precision` ("fp32" or
+/// "bf16") reached `flops` FLOP/s (`loom-run calibrate`).
+struct GemmSample {
+  int64_t m = 0, n = 0, k = 0;
+  std::string precision;
+  double flops = 0;
+};
+
 /// The devices of a cluster (all alike), how many sit in a node and how the
 /// nodes are connected. Read from cluster.json (see `parseCluster`).
 struct Cluster {
@@ -76,7 +84,23 @@ struct Cluster {
   /// The fraction of a link's bandwidth collectives reach.
   double linkEfficiency = 0.8;
 
+  /// Measured fits of collectives within a node (`loom-run calibrate`),
+  /// used instead of the link's figures when present: all-reduce,
+  /// all-gather and point-to-point messages; all-reduce started while the
+  /// device computes (read and checked, reported by calibrate; the step
+  /// simulation does not use it yet).
+  std::optional<Link> allReduce, allGather, p2p, allReduceOverlapped;
+  /// Measured GEMM rates by shape (empty: the peak times gemmEfficiency
+  /// for every shape).
+  std::vector<GemmSample> gemm;
+
   int64_t devices() const { return devicesPerNode * nodes; }
+  /// The FLOP/s a product of m x k by k x n in `precision` reaches: the
+  /// measured sample nearest in shape (by the logarithms of m, n and k)
+  /// when the profile has samples of that precision, else the roofline of
+  /// peakFor(precision) x gemmEfficiency. 0 when the device has none.
+  double gemmRate(double m, double n, double k,
+                  llvm::StringRef precision) const;
   /// Peak FLOP/s of matrix products in `precision` ("fp32", "bf16",
   /// "bf16-pure", "fp16"); 0 when the device has none.
   double peakFor(llvm::StringRef precision) const;

@@ -266,6 +266,38 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
             "\"intra_node.latency_us\" must be a non-negative number");
   EXPECT_EQ(error(replaced("\"fp32\": 19.5", "\"fp8\": 19.5")),
             "\"device.peak_tflops.fp8\" is not a known field");
+
+  // What loom-run calibrate adds: GEMM rates by shape and fits of the
+  // collectives.
+  std::string calibrated = replaced(
+      "\"peak_tflops\"",
+      "\"gemm\": [{\"m\": 64, \"n\": 32, \"k\": 16, \"precision\": "
+      "\"bf16\", \"gflops\": 150}], \"peak_tflops\"");
+  calibrated.replace(calibrated.find("\"intra_node\""), 12,
+                     "\"collectives\": {\"all_reduce\": {\"bandwidth_gbs\": "
+                     "2, \"latency_us\": 130}}, \"intra_node\"");
+  llvm::Expected<llvm::json::Value> cv = llvm::json::parse(calibrated);
+  ASSERT_TRUE(bool(cv));
+  llvm::Expected<Cluster> cc = parseCluster(*cv);
+  ASSERT_TRUE(bool(cc)) << llvm::toString(cc.takeError());
+  ASSERT_EQ(cc->gemm.size(), 1u);
+  EXPECT_EQ(cc->gemm[0].precision, "bf16");
+  EXPECT_DOUBLE_EQ(cc->gemm[0].flops, 150e9);
+  ASSERT_TRUE(cc->allReduce.has_value());
+  EXPECT_DOUBLE_EQ(cc->allReduce->bandwidth, 2e9);
+  EXPECT_DOUBLE_EQ(cc->allReduce->latency, 130e-6);
+  EXPECT_FALSE(cc->allGather.has_value());
+  auto swap = [&](const std::string &from, const std::string &to) {
+    std::string text = calibrated;
+    text.replace(text.find(from), from.size(), to);
+    return error(text);
+  };
+  EXPECT_EQ(swap("\"precision\": \"bf16\"", "\"precision\": \"int8\""),
+            "\"device.gemm[0].precision\" must be fp32, tf32, bf16 or fp16");
+  EXPECT_EQ(swap("\"gflops\": 150", "\"tflops\": 150"),
+            "\"device.gemm[0].tflops\" is not a known field");
+  EXPECT_EQ(swap("\"all_reduce\"", "\"allreduce\""),
+            "\"collectives.allreduce\" is not a known field");
 }
 
 } // namespace

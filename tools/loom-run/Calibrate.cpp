@@ -1,0 +1,579 @@
+//===- Calibrate.cpp - loom-run calibrate: a cluster profile of this machine ===//
+//
+//   loom-run calibrate --nproc N -o cluster.json
+//
+// Measures what the planner's cost model needs, as N local ranks see it
+// while they all run at once (each with its share of the CPUs, as
+// `loom-run train --nproc N` gives them):
+//
+//  * the throughput of libloomrt's GEMM kernels (the ones compiled bundles
+//    call) in fp32 and bf16 over a grid of shapes, since a CPU reaches very
+//    different rates on a 64-wide and a 1024-wide product;
+//  * the memory bandwidth a streaming kernel reaches on each rank;
+//  * the latency and bandwidth of all-reduce, all-gather and messages
+//    between the N ranks (Gloo, called from a thread of their own as
+//    libloomrt's collective queue calls it), each fitted to the formula the
+//    planner uses (all-reduce: t = 2 (n - 1) latency + 2 (n - 1) / n *
+//    bytes / bandwidth).
+//
+// Rank 0 writes the figures as a cluster description (the format of
+// examples/clusters/) with one node of N "devices", each a rank's share of
+// this CPU. All ranks time each measurement together (a barrier first) and
+// the figure kept is the mean over the ranks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Comm.h"
+#include "Launch.h"
+#include "Parallel.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+using namespace llvm;
+
+cl::SubCommand calibrateCommand(
+    "calibrate",
+    "Measure this machine for the planner (GEMM throughput by shape, memory "
+    "bandwidth, all-reduce latency and bandwidth over --nproc ranks) and "
+    "write a cluster description for loomc --plan --cluster");
+
+static cl::opt<unsigned> calibrateRanks(
+    "nproc",
+    cl::desc("Local ranks to calibrate for (default 1): the profile "
+             "describes one node of this many devices, each a rank's share "
+             "of the CPUs"),
+    cl::init(1), cl::sub(calibrateCommand));
+static cl::opt<std::string>
+    calibrateOutput("o", cl::desc("The cluster description to write"),
+                    cl::value_desc("cluster.json"), cl::Required,
+                    cl::sub(calibrateCommand));
+static cl::opt<double> calibrateSeconds(
+    "seconds",
+    cl::desc("Time spent on each measurement (default 0.05; more is "
+             "steadier)"),
+    cl::init(0.05), cl::sub(calibrateCommand));
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// MLIR's descriptor of a rank-2 memref, as libloomrt's kernels take it.
+template <typename T> struct Matrix {
+  T *allocated;
+  T *aligned;
+  int64_t offset;
+  int64_t sizes[2];
+  int64_t strides[2];
+};
+
+template <typename T> Matrix<T> matrix(std::vector<T> &data, int64_t rows,
+                                       int64_t cols) {
+  return {data.data(), data.data(), 0, {rows, cols}, {cols, 1}};
+}
+
+} // namespace
+
+extern "C" void _mlir_ciface_loom_kernel_matmul_f32(Matrix<float> *,
+                                                    Matrix<float> *,
+                                                    Matrix<float> *, int64_t);
+extern "C" void _mlir_ciface_loom_kernel_matmul_bf16(Matrix<uint16_t> *,
+                                                     Matrix<uint16_t> *,
+                                                     Matrix<float> *, int64_t);
+
+namespace {
+
+/// This rank's threads: LOOM_NUM_THREADS (which the launcher sets to each
+/// rank's share) or every CPU the process may use.
+int rankThreads() {
+  if (const char *env = std::getenv("LOOM_NUM_THREADS"))
+    if (int n = std::atoi(env); n > 0)
+      return n;
+  return loom::rt::availableCpus();
+}
+
+int fail(const Twine &message) {
+  WithColor::error(errs(), "loom-run calibrate") << message << "\n";
+  return 1;
+}
+
+/// Runs `body` once untimed, then as many times as fill `seconds` (at least
+/// twice) and returns the mean time of one run. Every rank runs it the same
+/// number of times, since `body` may be a collective.
+template <typename Body>
+double timeIt(loom::comm::Communicator *comm, double seconds, Body body) {
+  if (comm)
+    comm->barrier();
+  auto start = Clock::now();
+  body();
+  // The slowest rank's first run sets the count (ranks that take no part
+  // in `body` would ask for a million).
+  float once = std::chrono::duration<float>(Clock::now() - start).count();
+  if (comm) {
+    comm->allReduce(&once, 1, loom::comm::ReduceOp::Max);
+    comm->barrier();
+  }
+  float runs = std::max(2.0, std::ceil(seconds / std::max(once, 1e-9f)));
+  runs = std::min(runs, 1e6f);
+  start = Clock::now();
+  for (int i = 0; i < int(runs); ++i)
+    body();
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  if (comm)
+    comm->barrier();
+  return elapsed / int(runs);
+}
+
+/// The mean of `value` over the ranks.
+double meanOverRanks(loom::comm::Communicator *comm, double value) {
+  if (!comm)
+    return value;
+  float v = static_cast<float>(value);
+  comm->allReduce(&v, 1, loom::comm::ReduceOp::Sum);
+  return v / comm->size();
+}
+
+struct GemmSample {
+  int64_t m, n, k;
+  std::string precision;
+  double flops;
+};
+
+std::vector<GemmSample> measureGemms(loom::comm::Communicator *comm,
+                                     double seconds) {
+  static const int64_t rows[] = {16, 64, 256, 1024, 4096};
+  static const int64_t widths[] = {32, 128, 512, 2048};
+  std::vector<GemmSample> samples;
+  for (const char *precision : {"fp32", "bf16"})
+    for (int64_t m : rows)
+      for (int64_t k : widths)
+        for (int64_t n : widths) {
+          double flops = 2.0 * m * n * k;
+          std::vector<float> c(m * n);
+          Matrix<float> cm = matrix(c, m, n);
+          double t;
+          if (std::string(precision) == "fp32") {
+            std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f);
+            Matrix<float> am = matrix(a, m, k), bm = matrix(b, k, n);
+            t = timeIt(comm, seconds, [&] {
+              _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
+            });
+          } else {
+            std::vector<uint16_t> a(m * k, 0x3f00), b(k * n, 0x3e80);
+            Matrix<uint16_t> am = matrix(a, m, k), bm = matrix(b, k, n);
+            t = timeIt(comm, seconds, [&] {
+              _mlir_ciface_loom_kernel_matmul_bf16(&am, &bm, &cm, 4);
+            });
+          }
+          samples.push_back(
+              {m, n, k, precision, meanOverRanks(comm, flops / t)});
+        }
+  return samples;
+}
+
+/// Bytes per second of c = a + b over arrays far larger than the caches
+/// (what a training step's tensors, taken together, are), on this rank's
+/// threads.
+double measureBandwidth(loom::comm::Communicator *comm, double seconds) {
+  const size_t count = size_t(1) << 24;
+  std::vector<float> a(count, 1.0f), b(count, 2.0f), c(count);
+  int threads = rankThreads();
+  auto part = [&](int t) {
+    size_t chunk = (count + threads - 1) / threads;
+    size_t lo = t * chunk, hi = std::min(count, lo + chunk);
+    const float *pa = a.data(), *pb = b.data();
+    float *pc = c.data();
+    for (size_t i = lo; i < hi; ++i)
+      pc[i] = pa[i] + pb[i];
+  };
+  auto pass = [&] {
+    if (threads == 1)
+      return part(0);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back(part, t);
+    for (std::thread &w : workers)
+      w.join();
+  };
+  // The median of five timings: one pass is long enough for the machine's
+  // other work to disturb it.
+  std::vector<double> times;
+  for (int i = 0; i < 5; ++i)
+    times.push_back(timeIt(comm, seconds / 5, pass));
+  std::sort(times.begin(), times.end());
+  return meanOverRanks(comm, 3.0 * count * sizeof(float) / times[2]);
+}
+
+/// Runs communicator calls on a thread of their own, one after another, and
+/// waits for each, as libloomrt's collective queue does for a bundle's
+/// collectives, sends and receives (so the hand-over between the threads is
+/// part of what is measured).
+class CollectiveThread {
+public:
+  CollectiveThread() : worker([this] { loop(); }) {}
+  ~CollectiveThread() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stopping = true;
+    }
+    changed.notify_all();
+    worker.join();
+  }
+  /// Runs `task` on the thread and waits for it; rethrows its error.
+  void run(std::function<void()> task) {
+    start(std::move(task));
+    finish();
+  }
+  /// Starts `task` on the thread (finish() waits for it).
+  void start(std::function<void()> task) {
+    std::lock_guard<std::mutex> lock(mutex);
+    pending = std::move(task);
+    done = false;
+    changed.notify_all();
+  }
+  bool finished() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return done;
+  }
+  /// Waits for the started task; rethrows its error.
+  void finish() {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return done; });
+    if (!error.empty()) {
+      std::string e = std::move(error);
+      error.clear();
+      throw loom::comm::Error(e);
+    }
+  }
+
+private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mutex);
+    while (true) {
+      changed.wait(lock, [&] { return stopping || pending; });
+      if (!pending)
+        return;
+      std::function<void()> task = std::move(pending);
+      pending = nullptr;
+      lock.unlock();
+      std::string failure;
+      try {
+        task();
+      } catch (const loom::comm::Error &e) {
+        failure = e.what();
+      }
+      lock.lock();
+      error = failure;
+      done = true;
+      changed.notify_all();
+    }
+  }
+
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::function<void()> pending;
+  bool done = false, stopping = false;
+  std::string error;
+  std::thread worker;
+};
+
+/// The figures of t = steps * latency + volume / bandwidth from times
+/// measured over sizes, where `steps` and `volume` are the formula's factors
+/// for the group (the ring's 2 (n - 1) and 2 (n - 1) / n * bytes for
+/// all-reduce): the latency from the three smallest sizes (their median,
+/// which one scheduling hiccup does not move), the bandwidth from the slope
+/// between the two largest.
+struct Fit {
+  struct Point {
+    double steps, volume, t;
+  };
+  std::vector<Point> points; // by increasing size
+  void add(double steps, double volumeBytes, double t) {
+    points.push_back({steps, volumeBytes, t});
+  }
+  /// Latency (seconds) and bandwidth (bytes per second), both positive.
+  std::pair<double, double> solve() const {
+    std::vector<double> small;
+    for (size_t i = 0; i < points.size() && i < 3; ++i)
+      small.push_back(points[i].t / points[i].steps);
+    std::sort(small.begin(), small.end());
+    double latency = std::max(small[small.size() / 2], 1e-7);
+    const Point &big = points.back(), &prev = points[points.size() - 2];
+    double slope = (big.t - prev.t) / (big.volume - prev.volume);
+    if (!(slope > 0))
+      slope = std::max(big.t - big.steps * latency, 1e-9) / big.volume;
+    return {latency, 1 / slope};
+  }
+};
+
+struct LinkFit {
+  double latency = 0, bandwidth = 0;
+};
+
+/// All-reduce, all-gather and point-to-point transfers between the ranks,
+/// each fitted to its formula: all-reduce 2 (n - 1) latency + 2 (n - 1) / n
+/// bytes / bandwidth, all-gather (n - 1) latency + (n - 1) / n bytes /
+/// bandwidth (bytes of the gathered tensor), a message latency + bytes /
+/// bandwidth (timed as half a round trip between ranks 0 and 1).
+struct Collectives {
+  LinkFit allReduce, allGather, p2p;
+  /// All-reduce started while the rank computes (an overlapped gradient
+  /// bucket): its threads then share the rank's CPUs with the compute.
+  LinkFit allReduceOverlapped;
+};
+
+Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
+                               raw_ostream &log) {
+  CollectiveThread thread;
+  double n = comm->size();
+  int rank = comm->rank();
+  Fit reduceFit, gatherFit, p2pFit, overlappedFit;
+  // What the rank computes meanwhile: small products, as a backward pass
+  // does between its buckets.
+  const int64_t side = 128;
+  std::vector<float> a(side * side, 0.5f), b(side * side, 0.25f),
+      c(side * side);
+  Matrix<float> am = matrix(a, side, side), bm = matrix(b, side, side),
+                cm = matrix(c, side, side);
+  static const size_t counts[] = {64,     1024,    16384,
+                                  131072, 1 << 20, 1 << 22};
+  for (size_t count : counts) {
+    std::vector<float> data(count, 1.0f), gathered(count);
+    double bytes = count * sizeof(float);
+    double reduce = meanOverRanks(comm, timeIt(comm, seconds, [&] {
+      thread.run([&] {
+        comm->allReduce(data.data(), count, loom::comm::ReduceOp::Sum);
+      });
+    }));
+    // Each rank contributes count / n: the gathered tensor has `count`.
+    size_t part = std::max<size_t>(1, count / comm->size());
+    double gather = meanOverRanks(comm, timeIt(comm, seconds, [&] {
+      thread.run([&] {
+        comm->allGather(data.data(), gathered.data(), part);
+      });
+    }));
+    uint64_t sequence = 0;
+    double roundTrip = meanOverRanks(comm, timeIt(comm, seconds, [&] {
+      if (rank == 0) {
+        thread.run([&] {
+          comm->send(data.data(), bytes, 1, sequence);
+          comm->waitSends();
+        });
+        thread.run([&] { comm->recv(data.data(), bytes, 1, sequence); });
+      } else if (rank == 1) {
+        thread.run([&] { comm->recv(data.data(), bytes, 0, sequence); });
+        thread.run([&] {
+          comm->send(data.data(), bytes, 0, sequence);
+          comm->waitSends();
+        });
+      }
+      ++sequence;
+    }));
+    // Ranks other than 0 and 1 took no part; the mean over 2 of them is
+    // what ranks 0 and 1 measured.
+    roundTrip *= n / 2;
+    // Started, then computed over until it is done: the time from its
+    // start to the first product that sees it finished.
+    double overlapped = meanOverRanks(comm, timeIt(comm, seconds, [&] {
+      thread.start([&] {
+        comm->allReduce(data.data(), count, loom::comm::ReduceOp::Sum);
+      });
+      while (!thread.finished())
+        _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
+      thread.finish();
+    }));
+    log << format("  %9.0f bytes: all-reduce %8.1f us (%8.1f us while "
+                  "computing), all-gather %8.1f us, message %8.1f us\n",
+                  bytes, reduce * 1e6, overlapped * 1e6, gather * 1e6,
+                  roundTrip / 2 * 1e6);
+    overlappedFit.add(2 * (n - 1), 2 * (n - 1) / n * bytes, overlapped);
+    reduceFit.add(2 * (n - 1), 2 * (n - 1) / n * bytes, reduce);
+    double gatheredBytes = double(part) * comm->size() * sizeof(float);
+    gatherFit.add(n - 1, (n - 1) / n * gatheredBytes, gather);
+    p2pFit.add(1, bytes, roundTrip / 2);
+  }
+  Collectives out;
+  std::tie(out.allReduce.latency, out.allReduce.bandwidth) = reduceFit.solve();
+  std::tie(out.allGather.latency, out.allGather.bandwidth) = gatherFit.solve();
+  std::tie(out.p2p.latency, out.p2p.bandwidth) = p2pFit.solve();
+  std::tie(out.allReduceOverlapped.latency,
+           out.allReduceOverlapped.bandwidth) = overlappedFit.solve();
+  return out;
+}
+
+std::string cpuName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("model name", 0) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos)
+        return StringRef(line).drop_front(colon + 1).trim().str();
+    }
+  return "CPU";
+}
+
+double memoryBytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? double(pages) * size : 0;
+}
+
+} // namespace
+
+int runCalibrate(int argc, char **argv) {
+  const char *worldSize = std::getenv("WORLD_SIZE");
+  bool distributed = worldSize && std::atoi(worldSize) > 1;
+  if (calibrateRanks == 0)
+    return fail("--nproc must be at least 1");
+  if (!(calibrateSeconds > 0))
+    return fail("--seconds must be positive");
+  if (calibrateRanks > 1 && !distributed) {
+    std::vector<std::string> args{"/proc/self/exe"};
+    for (int i = 1; i < argc; ++i) {
+      StringRef arg(argv[i]);
+      if (arg == "--nproc" || arg == "-nproc") {
+        ++i;
+        continue;
+      }
+      if (arg.starts_with("--nproc=") || arg.starts_with("-nproc="))
+        continue;
+      args.push_back(arg.str());
+    }
+    // The launcher keeps rank 0's output; rank 0 writes the file.
+    return launchRanks(calibrateRanks, /*masterPort=*/0, /*killAfter=*/60,
+                       args);
+  }
+
+  std::unique_ptr<loom::comm::Communicator> comm;
+  int rank = 0, ranks = 1;
+  try {
+    if (distributed) {
+      comm = loom::comm::connectGloo(loom::comm::rendezvousFromEnvironment());
+      rank = comm->rank();
+      ranks = comm->size();
+    }
+  } catch (const loom::comm::Error &e) {
+    return fail(e.what());
+  }
+  raw_ostream &log = rank == 0 ? outs() : nulls();
+  int threads = rankThreads();
+  log << "calibrating " << ranks << (ranks == 1 ? " rank" : " ranks") << " of "
+      << threads << (threads == 1 ? " thread" : " threads") << " on "
+      << cpuName() << "\n";
+
+  std::vector<GemmSample> gemms;
+  double bandwidth = 0;
+  Collectives collectives;
+  try {
+    gemms = measureGemms(comm.get(), calibrateSeconds);
+    bandwidth = measureBandwidth(comm.get(), calibrateSeconds);
+    if (comm)
+      collectives = measureCollectives(comm.get(), calibrateSeconds, log);
+  } catch (const loom::comm::Error &e) {
+    return fail(e.what());
+  }
+  double peak[2] = {0, 0};
+  for (const GemmSample &g : gemms) {
+    double &p = peak[g.precision == "bf16"];
+    p = std::max(p, g.flops);
+  }
+  log << format("  GEMM peak: fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s per rank\n",
+                peak[0] / 1e9, peak[1] / 1e9);
+  log << format("  memory bandwidth: %.2f GB/s per rank\n", bandwidth / 1e9);
+  if (comm)
+    for (auto [name, fit] :
+         {std::pair<const char *, LinkFit>{"all-reduce", collectives.allReduce},
+          {"all-reduce while computing", collectives.allReduceOverlapped},
+          {"all-gather", collectives.allGather},
+          {"message", collectives.p2p}})
+      log << format("  %s fit: latency %.1f us, bandwidth %.2f GB/s\n", name,
+                    fit.latency * 1e6, fit.bandwidth / 1e9);
+  if (rank != 0)
+    return 0;
+
+  // One rank alone has no link to measure: a figure that makes
+  // communication free never matters, since no plan of one device has any.
+  if (!comm)
+    collectives.allReduce = collectives.allGather = collectives.p2p =
+        collectives.allReduceOverlapped = {1e-6, 1e12};
+  auto linkJson = [](const LinkFit &fit) {
+    return json::Object{{"bandwidth_gbs", fit.bandwidth / 1e9},
+                        {"latency_us", fit.latency * 1e6}};
+  };
+  json::Array table;
+  for (const GemmSample &g : gemms)
+    table.push_back(json::Object{{"m", g.m},
+                                 {"n", g.n},
+                                 {"k", g.k},
+                                 {"precision", g.precision},
+                                 {"gflops", std::round(g.flops / 1e7) / 100}});
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  json::Object device{
+      {"name", cpuName() + " (" + std::to_string(threads) +
+                   (threads == 1 ? " thread" : " threads") + " per rank)"},
+      {"memory_gib", memoryBytes() / ranks / (1024.0 * 1024 * 1024)},
+      {"memory_bandwidth_gbs", bandwidth / 1e9},
+      {"peak_tflops",
+       json::Object{{"fp32", peak[0] / 1e12}, {"bf16", peak[1] / 1e12}}},
+      {"gemm_efficiency", 1.0},
+      {"memory_efficiency", 1.0},
+      {"kernel_overhead_us", 0.0},
+      {"reserved_gib", 0.0},
+      {"gemm", std::move(table)}};
+  json::Value profile = json::Object{
+      {"name", "local-cpu-" + std::to_string(ranks) + "-ranks"},
+      {"source", "loom-run calibrate --nproc " + std::to_string(ranks) +
+                     ", " + date},
+      {"device", std::move(device)},
+      {"devices_per_node", ranks},
+      {"nodes", 1},
+      {"intra_node", linkJson(collectives.allReduce)},
+      {"inter_node", linkJson(collectives.allReduce)},
+      {"collectives",
+       json::Object{
+           {"all_reduce", linkJson(collectives.allReduce)},
+           {"all_reduce_overlapped",
+            linkJson(collectives.allReduceOverlapped)},
+           {"all_gather", linkJson(collectives.allGather)},
+           {"p2p", linkJson(collectives.p2p)}}},
+      {"link_efficiency", 1.0},
+      {"memory_margin", 0.05}};
+
+  // Written whole to a temporary file, then renamed into place.
+  std::string temporary = calibrateOutput + ".tmp";
+  {
+    std::error_code ec;
+    raw_fd_ostream out(temporary, ec);
+    if (ec)
+      return fail("cannot write " + temporary + ": " + ec.message());
+    out << formatv("{0:2}", profile) << "\n";
+    out.close();
+    if (out.has_error())
+      return fail("cannot write " + temporary + ": " + out.error().message());
+  }
+  if (std::error_code ec = sys::fs::rename(temporary, calibrateOutput))
+    return fail("cannot write " + calibrateOutput + ": " + ec.message());
+  log << "wrote " << calibrateOutput << "\n";
+  return 0;
+}
