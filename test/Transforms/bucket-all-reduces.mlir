@@ -1,6 +1,7 @@
 // RUN: loom-opt %s --loom-bucket-all-reduces | FileCheck %s
 // RUN: loom-opt %s --loom-bucket-all-reduces="bucket-bytes=32" | FileCheck %s --check-prefix=SMALL
 // RUN: loom-opt %s --loom-bucket-all-reduces="overlap=true" | FileCheck %s --check-prefix=OVERLAP
+// RUN: loom-opt %s --loom-bucket-all-reduces="overlap=true" | FileCheck %s --check-prefix=MIXED
 
 // Three gradient all-reduces become one over their concatenation, issued
 // where the last gradient is computed (each all-reduce first moves up to its
@@ -56,13 +57,31 @@ func.func @gradients(%x: tensor<4x2xf32>, %y: tensor<1x2xf32>, %z: tensor<3xf32>
 
 // With overlap, the count is started and awaited at once (the div needs it),
 // the average is started at once and awaited at the return, and the bucket
-// starts where its last gradient is computed and is awaited at the return.
+// starts where its last gradient is computed and is awaited at the return
+// (the average's bucket, of another kind, stays open beside it).
 // OVERLAP-LABEL: func.func @gradients
 // OVERLAP: %[[C:.*]] = loom.all_reduce_start sum %{{.*}} : tensor<1xf32>
 // OVERLAP: loom.wait %[[C]] : tensor<1xf32>
 // OVERLAP: loom.div
 // OVERLAP: %[[L:.*]] = loom.all_reduce_start avg
 // OVERLAP: %[[S:.*]] = loom.all_reduce_start sum %{{.*}} : tensor<13xf32>
-// OVERLAP: loom.wait %[[L]]
-// OVERLAP: loom.wait %[[S]] : tensor<13xf32>
+// OVERLAP-DAG: loom.wait %[[L]]
+// OVERLAP-DAG: loom.wait %[[S]] : tensor<13xf32>
 // OVERLAP: return
+
+// Gradients of two element types interleave (a bf16 product's weight, an
+// fp32 bias): each type keeps its bucket open, one collective per type.
+// CHECK-LABEL: func.func @mixed
+// SMALL-LABEL: func.func @mixed
+// OVERLAP-LABEL: func.func @mixed
+// MIXED-LABEL: func.func @mixed
+// MIXED: loom.all_reduce_start sum %{{.*}} : tensor<12xbf16>
+// MIXED: loom.all_reduce_start sum %{{.*}} : tensor<5xf32>
+// MIXED-NOT: loom.all_reduce_start
+func.func @mixed(%w1: tensor<4xbf16>, %b1: tensor<2xf32>, %w2: tensor<8xbf16>, %b2: tensor<3xf32>) -> (tensor<4xbf16>, tensor<2xf32>, tensor<8xbf16>, tensor<3xf32>) {
+  %0 = loom.all_reduce sum %w1 on @mesh ["dp"] : tensor<4xbf16>
+  %1 = loom.all_reduce sum %b1 on @mesh ["dp"] : tensor<2xf32>
+  %2 = loom.all_reduce sum %w2 on @mesh ["dp"] : tensor<8xbf16>
+  %3 = loom.all_reduce sum %b2 on @mesh ["dp"] : tensor<3xf32>
+  return %0, %1, %2, %3 : tensor<4xbf16>, tensor<2xf32>, tensor<8xbf16>, tensor<3xf32>
+}
