@@ -521,6 +521,13 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
   if (fixed.ep && *fixed.ep > 1)
     return emitError(loc) << "--plan-fix: expert parallelism is not planned "
                              "for ONNX models yet";
+  // --plan-simulate's other choices have no counterpart here yet: refused
+  // rather than ignored.
+  if (fixed.overlapGradReduce || fixed.gradReduceDtype)
+    return emitError(loc)
+           << "--plan-fix: overlap_grad_reduce and grad_reduce_dtype are "
+              "--plan-simulate's; for an ONNX model give --overlap or "
+              "--grad-reduce-dtype to loomc instead";
   int64_t devices = options.devices ? options.devices : cluster.devices();
   if (devices > cluster.devices())
     return emitError(loc) << "--plan-devices " << devices << " is more than "
@@ -647,7 +654,8 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
                 p.virtualStages = virtualStages;
                 p.precision = precision, p.remat = remat;
                 p.sequenceParallel = sp;
-                p.gradReduceDtype = "fp32";
+                // Given to loomc, not chosen: shown where it applies.
+                p.gradReduceDtype = dp > 1 ? base.gradReduceDtype : "fp32";
                 CompilerOptions &o = cand.options;
                 o = shaped;
                 o.mesh = devices > 1 ? p.mesh() : "";

@@ -707,7 +707,7 @@ int main(int argc, char **argv) {
         << gradReduceDtype << "\"\n";
     return 1;
   }
-  if (gradReduceDtype != "fp32" && mesh.empty()) {
+  if (gradReduceDtype != "fp32" && mesh.empty() && !planFlag) {
     WithColor::error(errs(), "loomc") << "--grad-reduce-dtype needs --mesh\n";
     return 1;
   }
