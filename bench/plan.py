@@ -5,11 +5,10 @@ For a model, asks `loomc --plan --plan-only` for its plans on a cluster
 profile (by default one written here by `loom-run calibrate --nproc N`),
 then compiles each plan with the flags the planner printed, trains it for a
 few steps on N local ranks and compares the measured step time (median of
-the steps after the warm-up; with gradient accumulation, that many runs) with
-the prediction. Prints one line per plan, the largest error, and whether the
+the steps after the warm-up) with the prediction. Prints one line per plan, the largest error, and whether the
 plan ranked first is the fastest measured (or within --first-within of it).
 Exits 1 when a plan's error is over --tolerance or the first plan is too
-slow, so tests can run it.
+slow.
 
     bench/plan.py --bench-model gpt --nproc 2 --top 12
     bench/plan.py --model model.onnx --data x=x.npy --data labels=y.npy \\
@@ -116,23 +115,20 @@ def main():
     for i, plan in enumerate(plans):
         bundle = os.path.join(work, f"plan{i + 1}.loom")
         mesh = [] if plan["mesh"] == "(one device)" else ["--mesh", plan["mesh"]]
-        shapes = plan.get("input_shapes", [])
         subprocess.run([os.path.join(bin_dir, "loomc"), args.model, "--train",
                         *train_flags, *mesh, *plan["flags"].split(),
-                        *[f"--input-shape={s}" for s in shapes],
                         "-o", bundle], check=True, stdout=subprocess.DEVNULL)
         metrics = os.path.join(work, f"plan{i + 1}.jsonl")
-        runs = plan["microbatches"] if plan["pp"] == 1 else 1
         subprocess.run([os.path.join(bin_dir, "loom-run"), "train", bundle,
                         "--nproc", str(args.nproc), *data,
-                        "--steps", str((args.steps + args.warmup) * runs),
+                        "--steps", str(args.steps + args.warmup),
                         "--no-shuffle", "--log-every", "100000",
                         "--metrics", metrics],
                        check=True, stdout=subprocess.DEVNULL)
         with open(metrics) as f:
             times = [json.loads(line)["step_ms"] for line in f
                      if '"step_ms"' in line]
-        measured = statistics.median(times[args.warmup * runs:]) * runs
+        measured = statistics.median(times[args.warmup:])
         predicted = plan["step_ms"]
         error = predicted / measured - 1
         rows.append((i + 1, plan, predicted, measured, error))

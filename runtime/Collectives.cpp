@@ -151,31 +151,22 @@ template <typename T> struct View {
 };
 
 
-/// Blocks of a dense tensor [outer, groups * run / inner, inner] split
-/// along its middle dimension into `groups` equal parts: part r's run o
-/// (run elements) is at o * groups * run + r * run in the tensor and at
-/// r * outer * run + o * run packed. `splitRuns` packs, `joinRuns` unpacks,
-/// converting between T and f32 on the way.
+/// Moves the blocks of a dense tensor [outer, groups * run / inner, inner]
+/// split along its middle dimension into `groups` equal parts: part r's run
+/// o (`run` elements) lies at (o * groups + r) * run in the tensor and at
+/// (r * outer + o) * run packed. `pack` copies the tensor `from` into the
+/// packed `to`, else the packed `from` into the tensor `to`, converting
+/// between T and f32 on the way.
 template <typename From, typename To>
-void splitRuns(const From *tensor, To *packed, size_t outer, size_t groups,
-               size_t run) {
+void copyRuns(const From *from, To *to, size_t outer, size_t groups,
+              size_t run, bool pack) {
   for (size_t r = 0; r < groups; ++r)
     for (size_t o = 0; o < outer; ++o) {
-      const From *from = tensor + (o * groups + r) * run;
-      To *to = packed + (r * outer + o) * run;
+      size_t tensorAt = (o * groups + r) * run, packedAt = (r * outer + o) * run;
+      const From *in = from + (pack ? tensorAt : packedAt);
+      To *out = to + (pack ? packedAt : tensorAt);
       for (size_t j = 0; j < run; ++j)
-        to[j] = loom::rt::fromFloat<To>(loom::rt::toFloat(from[j]));
-    }
-}
-template <typename From, typename To>
-void joinRuns(const From *packed, To *tensor, size_t outer, size_t groups,
-              size_t run) {
-  for (size_t r = 0; r < groups; ++r)
-    for (size_t o = 0; o < outer; ++o) {
-      const From *from = packed + (r * outer + o) * run;
-      To *to = tensor + (o * groups + r) * run;
-      for (size_t j = 0; j < run; ++j)
-        to[j] = loom::rt::fromFloat<To>(loom::rt::toFloat(from[j]));
+        out[j] = loom::rt::fromFloat<To>(loom::rt::toFloat(in[j]));
     }
 }
 
@@ -459,8 +450,8 @@ void allGather(Unranked *in, Unranked *out, int64_t dim, int64_t group) {
   // in a dense result, runs of size * inner elements.
   if (dst.dense()) {
     auto [outer, inner] = src.around(dim);
-    joinRuns(blocks.data(), dst.data, outer, groupSize,
-             (size_t)src.sizes[dim] * inner);
+    copyRuns(blocks.data(), dst.data, outer, groupSize,
+             (size_t)src.sizes[dim] * inner, /*pack=*/false);
     return;
   }
   // One index buffer for every element (a copy per element would allocate).
@@ -494,24 +485,26 @@ void allToAll(Unranked *in, Unranked *out, int64_t splitDim, int64_t concatDim,
   size_t block = piece.count();
   std::vector<float> packed(block * (size_t)groupSize),
       received(packed.size());
-  std::vector<int64_t> local;
   if (src.dense()) {
     auto [outer, inner] = src.around(splitDim);
-    splitRuns(src.data, packed.data(), outer, groupSize, (size_t)n * inner);
-  } else
-  src.forEachIndex([&](const std::vector<int64_t> &index) {
-    local.assign(index.begin(), index.end());
-    local[splitDim] = index[splitDim] % n;
-    packed[(size_t)(index[splitDim] / n) * block + piece.linear(local)] =
-        src.get(index);
-  });
+    copyRuns(src.data, packed.data(), outer, groupSize, (size_t)n * inner,
+             /*pack=*/true);
+  } else {
+    std::vector<int64_t> local;
+    src.forEachIndex([&](const std::vector<int64_t> &index) {
+      local.assign(index.begin(), index.end());
+      local[splitDim] = index[splitDim] % n;
+      packed[(size_t)(index[splitDim] / n) * block + piece.linear(local)] =
+          src.get(index);
+    });
+  }
   if (!guarded([&] { c->allToAll(packed.data(), received.data(), block); },
                "all-to-all"))
     return;
   if (dst.dense()) {
     auto [outer, inner] = piece.around(concatDim);
-    joinRuns(received.data(), dst.data, outer, groupSize,
-             (size_t)piece.sizes[concatDim] * inner);
+    copyRuns(received.data(), dst.data, outer, groupSize,
+             (size_t)piece.sizes[concatDim] * inner, /*pack=*/false);
     return;
   }
   size_t i = 0;
@@ -541,17 +534,19 @@ void reduceScatter(Unranked *in, Unranked *out, int64_t dim, int64_t reduction,
   int64_t n = dst.sizes[dim];
   size_t block = dst.count();
   std::vector<float> packed(block * (size_t)groupSize);
-  std::vector<int64_t> local;
   if (src.dense()) {
     auto [outer, inner] = src.around(dim);
-    splitRuns(src.data, packed.data(), outer, groupSize, (size_t)n * inner);
-  } else
-  src.forEachIndex([&](const std::vector<int64_t> &index) {
-    local.assign(index.begin(), index.end());
-    int64_t r = index[dim] / n;
-    local[dim] = index[dim] % n;
-    packed[(size_t)r * block + dst.linear(local)] = src.get(index);
-  });
+    copyRuns(src.data, packed.data(), outer, groupSize, (size_t)n * inner,
+             /*pack=*/true);
+  } else {
+    std::vector<int64_t> local;
+    src.forEachIndex([&](const std::vector<int64_t> &index) {
+      local.assign(index.begin(), index.end());
+      int64_t r = index[dim] / n;
+      local[dim] = index[dim] % n;
+      packed[(size_t)r * block + dst.linear(local)] = src.get(index);
+    });
+  }
   if (!guarded([&] { allReduceValues<T>(c, packed, op); }, "reduce-scatter"))
     return;
   std::vector<float> mine(packed.begin() + (size_t)c->rank() * block,

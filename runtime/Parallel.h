@@ -27,8 +27,9 @@ LOOM_API int availableCpus();
 
 /// Threads that parallel loops use, the calling thread included (at least 1):
 /// LOOM_NUM_THREADS when it is a positive number (a value that is not is
-/// ignored), else availableCpus().
-int numThreads();
+/// ignored), else availableCpus(). Exported for loom-run calibrate, which
+/// measures with a rank's threads.
+LOOM_API int numThreads();
 
 /// Runs fn(ctx, begin, end) over [0, iterations) cut into
 /// min(iterations, threads * chunksPerThread) contiguous chunks, which the

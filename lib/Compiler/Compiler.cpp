@@ -588,13 +588,23 @@ static LogicalResult transform(OwningOpRef<ModuleOp> &module,
                            training);
 }
 
-OwningOpRef<ModuleOp> mlir::loom::buildModule(MLIRContext &context,
+/// The compiled memory of each program a training step runs: one per
+/// pipeline stage (train_step_stage<k>), else the step's (or first entry's).
+static SmallVector<CompiledMemory>
+stepMemories(ModuleOp module, ArrayRef<EntrySignature> entries) {
+  SmallVector<CompiledMemory> memories;
+  for (const EntrySignature &entry : entries)
+    if (StringRef(entry.name).starts_with("train_step_stage"))
+      memories.push_back(compiledMemoryOf(module, entries, entry.name));
+  if (memories.empty())
+    memories.push_back(compiledMemoryOf(module, entries));
+  return memories;
+}
+
+OwningOpRef<ModuleOp> mlir::loom::buildModule(OwningOpRef<ModuleOp> module,
                                               const CompilerOptions &options,
                                               EmitPhase phase,
                                               int64_t *compiledBytes) {
-  OwningOpRef<ModuleOp> module = loadModel(context, options);
-  if (!module)
-    return {};
   SmallVector<EntrySignature> entries;
   DictionaryAttr training;
   if (failed(transform(module, options, phase, /*requested=*/false, entries,
@@ -603,17 +613,20 @@ OwningOpRef<ModuleOp> mlir::loom::buildModule(MLIRContext &context,
   if (compiledBytes) {
     // The largest program of the step (each pipeline stage has its own).
     *compiledBytes = 0;
-    bool staged = false;
-    for (const EntrySignature &entry : entries)
-      if (StringRef(entry.name).starts_with("train_step_stage")) {
-        *compiledBytes = std::max(
-            *compiledBytes, compiledMemoryOf(*module, entries, entry.name).total());
-        staged = true;
-      }
-    if (!staged)
-      *compiledBytes = compiledMemoryOf(*module, entries).total();
+    for (const CompiledMemory &memory : stepMemories(*module, entries))
+      *compiledBytes = std::max(*compiledBytes, memory.total());
   }
   return module;
+}
+
+OwningOpRef<ModuleOp> mlir::loom::buildModule(MLIRContext &context,
+                                              const CompilerOptions &options,
+                                              EmitPhase phase,
+                                              int64_t *compiledBytes) {
+  OwningOpRef<ModuleOp> module = loadModel(context, options);
+  if (!module)
+    return {};
+  return buildModule(std::move(module), options, phase, compiledBytes);
 }
 
 LogicalResult mlir::loom::compile(MLIRContext &context,
@@ -636,17 +649,10 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
                        training)))
     return failure();
 
-  if (options.report && phase >= EmitPhase::Obj) {
-    // With pipeline parallelism, each stage's program.
-    bool staged = false;
-    for (const EntrySignature &entry : entries)
-      if (StringRef(entry.name).starts_with("train_step_stage")) {
-        printCompiledMemory(compiledMemoryOf(*module, entries, entry.name));
-        staged = true;
-      }
-    if (!staged)
-      printCompiledMemory(compiledMemoryOf(*module, entries));
-  }
+  // With pipeline parallelism, each stage's program.
+  if (options.report && phase >= EmitPhase::Obj)
+    for (const CompiledMemory &memory : stepMemories(*module, entries))
+      printCompiledMemory(memory);
 
   if (phase == EmitPhase::Bundle)
     return writeBundle(*module, entries, options.optLevel, options.outputPath,

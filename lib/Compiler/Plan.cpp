@@ -1,8 +1,8 @@
 //===- Plan.cpp - loomc --plan: a layout for an ONNX model ----------------===//
 //
-// Candidates are compiled to the loom dialect (a tenth of a second each for
-// the test models), their per-rank programs simulated on the cluster
-// profile, and the fastest compiled further for their memory. See Plan.h.
+// Candidates are compiled to the loom dialect from one import of the model
+// per batch size, their per-rank programs simulated on the cluster profile,
+// and the fastest compiled further for their memory. See Plan.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,9 +13,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
-#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -23,7 +22,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <set>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -187,13 +185,7 @@ public:
   }
 
 private:
-  static double tensorBytes(Type type) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape())
-      return 0;
-    return double(tensor.getNumElements()) *
-           std::max<int64_t>(1, tensor.getElementTypeBitWidth() / 8);
-  }
+  static double tensorBytes(Type type) { return loom::detail::tensorBytes(type); }
 
   /// Ranks in the group of `axes`, and the distance between neighbours
   /// (the mesh's last axis is the innermost).
@@ -216,8 +208,8 @@ private:
     return {size, stride == std::numeric_limits<int64_t>::max() ? 1 : stride};
   }
 
-  /// The figures for a collective of `kind` over a group spanning `span`
-  /// ranks: the profile's measured fit within a node, else the link's.
+  /// The figures for a collective over a group spanning `span` ranks: the
+  /// profile's fit (`measured`) within a node, else the link's.
   plan::Link link(int64_t span,
                   const std::optional<plan::Link> &measured) const {
     bool inside = span <= c.devicesPerNode;
@@ -228,36 +220,34 @@ private:
     return l;
   }
 
-  /// All-reduce of `bytes`. One started while the rank computes is timed
-  /// as on an idle link: the profile's all_reduce_overlapped (its threads
-  /// competing with the compute for the CPU) overstated the measured
-  /// exposed time of overlapped gradient buckets (bench/plan.py).
-  double allReduce(double bytes, ArrayAttr axes) const {
+  /// A ring over the group of `axes` moving `bytes`: `passes` (n - 1)
+  /// latencies and passes (n - 1) / n of the bytes over the bandwidth (2
+  /// passes for all-reduce, 1 for all-gather and all-to-all). A started
+  /// all-reduce is timed as on an idle link: calibrate's all-reduce while
+  /// computing overstated the measured exposed time of overlapped gradient
+  /// buckets (bench/plan.py).
+  double ring(double bytes, ArrayAttr axes, double passes,
+              const std::optional<plan::Link> &measured) const {
     auto [size, stride] = group(axes);
     if (size <= 1)
       return 0;
-    plan::Link l = link(size * stride, c.allReduce);
+    plan::Link l = link(size * stride, measured);
     double g = size;
-    return 2 * (g - 1) * l.latency + 2 * (g - 1) / g * bytes / l.bandwidth;
+    return passes * ((g - 1) * l.latency + (g - 1) / g * bytes / l.bandwidth);
   }
-  /// All-gather whose whole tensor is `bytes`.
+  double allReduce(double bytes, ArrayAttr axes) const {
+    return ring(bytes, axes, 2, c.allReduce);
+  }
   double allGather(double bytes, ArrayAttr axes) const {
-    auto [size, stride] = group(axes);
-    if (size <= 1)
-      return 0;
-    plan::Link l = link(size * stride, c.allGather);
-    double g = size;
-    return (g - 1) * l.latency + (g - 1) / g * bytes / l.bandwidth;
+    return ring(bytes, axes, 1, c.allGather);
   }
 
-public:
   /// One message of `bytes` between neighbouring pipeline stages.
   double message(double bytes) const {
     plan::Link l = link(2, c.p2p);
     return l.latency + bytes / l.bandwidth;
   }
 
-private:
   std::optional<double> collective(Operation *op) const {
     if (auto ar = dyn_cast<AllReduceOp>(op))
       return allReduce(tensorBytes(ar.getType()), ar.getMeshAxes());
@@ -501,11 +491,8 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
                                          const CompilerOptions &base,
                                          const PlanOptions &options) {
   Location loc = UnknownLoc::get(&context);
-  if (!base.train)
-    return emitError(loc) << "--plan chooses the layout of a training step; "
-                             "add --train";
-  if (!base.mesh.empty())
-    return emitError(loc) << "--plan chooses the mesh; leave out --mesh";
+  assert(base.train && base.mesh.empty() &&
+         "a training compilation without a mesh (loomc checks the flags)");
   llvm::Expected<Cluster> loaded = plan::loadCluster(options.clusterPath);
   if (!loaded)
     return emitError(loc) << llvm::toString(loaded.takeError());
@@ -565,11 +552,13 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
     microbatchSizes.push_back(modelBatch);
 
   std::vector<Candidate> candidates;
-  /// Why candidates could not be compiled: how many, and the first's flags.
+  /// Why candidates (or, without an example, whole batch sizes) could not
+  /// be compiled: how many, and the first's flags.
   std::map<std::string, std::pair<int64_t, std::string>> failures;
   int64_t invalid = 0, considered = 0;
   auto note = [&](StringRef why, std::string example = "") {
-    ++invalid;
+    if (!example.empty())
+      ++invalid;
     auto &entry = failures[why.str()];
     if (!entry.first++)
       entry.second = std::move(example);
@@ -602,7 +591,9 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
         shapeFlags += (shapeFlags.empty() ? "" : " ") +
                       std::string("--input-shape=") + spec;
       }
-    if (b != modelBatch && !loadModel(context, shaped)) {
+    // Imported once per batch size; every layout compiles a copy.
+    OwningOpRef<ModuleOp> imported = loadModel(context, shaped);
+    if (!imported) {
       note("the model does not take batches of " + std::to_string(b) + ": " +
            quiet.take());
       continue;
@@ -615,7 +606,8 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
       if (tp > cluster.devicesPerNode)
         continue;
       if (b % dp) {
-        note("batch does not divide over dp");
+        note("batches of " + std::to_string(b) + " do not divide over dp=" +
+             std::to_string(dp));
         continue;
       }
       std::vector<int64_t> zeros;
@@ -672,8 +664,9 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
                 if (precision == "fp16")
                   o.train->lossScale = "dynamic";
                 ++considered;
-                OwningOpRef<ModuleOp> module =
-                    buildModule(context, o, EmitPhase::Loom);
+                OwningOpRef<ModuleOp> module = buildModule(
+                    OwningOpRef<ModuleOp>(imported->clone()), o,
+                    EmitPhase::Loom);
                 std::string example = "--mesh " + p.mesh() + " " + cand.flags();
                 if (!module) {
                   note(quiet.take(), example);
@@ -715,12 +708,15 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
   // fit.
   double room = available(cluster);
   std::vector<Candidate *> shown;
-  int64_t outOfMemory = 0;
+  int64_t outOfMemory = 0, timed = candidates.size();
   for (Candidate &cand : candidates) {
     if (int64_t(shown.size()) >= options.top)
       break;
     int64_t bytes = 0;
     if (!buildModule(context, cand.options, EmitPhase::Obj, &bytes)) {
+      // Timed, but its lowering failed: counted with those that cannot be
+      // compiled.
+      --timed;
       note(quiet.take(), "--mesh " + cand.plan.mesh() + " " + cand.flags());
       continue;
     }
@@ -754,8 +750,7 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
                        s.compute * 1e3, s.exposedComm * 1e3, s.waiting * 1e3,
                        mib(*cand->bytes).c_str());
   }
-  os << considered << " candidates: " << candidates.size()
-     << " timed, " << outOfMemory << " of the fastest over the "
+  os << considered << " candidates: " << timed << " timed, " << outOfMemory << " of the fastest over the "
      << mib(room) << " a device offers, " << invalid
      << " that cannot be compiled";
   os << (failures.empty() ? "\n" : ":\n");
@@ -788,6 +783,7 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
           {"compute_ms", cand->prediction.compute * 1e3},
           {"exposed_comm_ms", cand->prediction.exposedComm * 1e3},
           {"wait_ms", cand->prediction.waiting * 1e3},
+          {"gemm_flops_per_rank", cand->prediction.flops},
           {"memory_bytes", *cand->bytes},
       });
     }

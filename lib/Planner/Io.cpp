@@ -152,6 +152,8 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
     return std::move(e);
   if (Error e = r.string("name", c.name, true))
     return std::move(e);
+  if (Error e = r.string("source", c.source, false))
+    return std::move(e);
   Expected<const json::Object *> deviceObject = r.object_("device");
   if (!deviceObject)
     return deviceObject.takeError();
@@ -235,14 +237,12 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
     Expected<const json::Object *> measured = r.object_("collectives");
     if (!measured)
       return measured.takeError();
-    Reader m(**measured, "collectives",
-             {"all_reduce", "all_reduce_overlapped", "all_gather", "p2p"});
+    Reader m(**measured, "collectives", {"all_reduce", "all_gather", "p2p"});
     if (Error e = m.unknownFields())
       return std::move(e);
     for (auto [key, field] :
          {std::pair<StringRef, std::optional<Link> *>{"all_reduce",
                                                       &c.allReduce},
-          {"all_reduce_overlapped", &c.allReduceOverlapped},
           {"all_gather", &c.allGather},
           {"p2p", &c.p2p}}) {
       if (!(*measured)->get(key))
@@ -286,6 +286,59 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
   if (c.memoryMargin >= 1)
     return llvm::createStringError("\"memory_margin\" must be below 1");
   return c;
+}
+
+json::Value mlir::loom::plan::clusterToJson(const Cluster &c) {
+  auto link = [](const Link &l) {
+    return json::Object{{"bandwidth_gbs", l.bandwidth / 1e9},
+                        {"latency_us", l.latency * 1e6}};
+  };
+  json::Object peaks{{"fp32", c.peakFp32 / 1e12}};
+  for (auto [key, value] : {std::pair<StringRef, double>{"tf32", c.peakTf32},
+                            {"bf16", c.peakBf16},
+                            {"fp16", c.peakFp16}})
+    if (value > 0)
+      peaks[key] = value / 1e12;
+  const double gib = 1024.0 * 1024 * 1024;
+  json::Object device{{"name", c.device},
+                      {"memory_gib", c.memoryBytes / gib},
+                      {"memory_bandwidth_gbs", c.memoryBandwidth / 1e9},
+                      {"peak_tflops", std::move(peaks)},
+                      {"gemm_efficiency", c.gemmEfficiency},
+                      {"memory_efficiency", c.memoryEfficiency},
+                      {"kernel_overhead_us", c.kernelOverhead * 1e6},
+                      {"reserved_gib", c.reservedBytes / gib}};
+  if (!c.gemm.empty()) {
+    json::Array table;
+    for (const GemmSample &g : c.gemm)
+      table.push_back(json::Object{{"m", g.m},
+                                   {"n", g.n},
+                                   {"k", g.k},
+                                   {"precision", g.precision},
+                                   {"gflops", g.flops / 1e9}});
+    device["gemm"] = std::move(table);
+  }
+  json::Object root{{"name", c.name},
+                    {"device", std::move(device)},
+                    {"devices_per_node", c.devicesPerNode},
+                    {"nodes", c.nodes},
+                    {"intra_node", link(c.intraNode)},
+                    {"inter_node", link(c.interNode)},
+                    {"link_efficiency", c.linkEfficiency},
+                    {"memory_margin", c.memoryMargin}};
+  if (!c.source.empty())
+    root["source"] = c.source;
+  json::Object measured;
+  for (auto [key, field] :
+       {std::pair<StringRef, const std::optional<Link> *>{"all_reduce",
+                                                          &c.allReduce},
+        {"all_gather", &c.allGather},
+        {"p2p", &c.p2p}})
+    if (*field)
+      measured[key] = link(**field);
+  if (!measured.empty())
+    root["collectives"] = std::move(measured);
+  return root;
 }
 
 Expected<Cluster> mlir::loom::plan::loadCluster(StringRef path) {

@@ -2,10 +2,10 @@
 //
 // Data parallelism all-reduces every gradient separately; most are small
 // (biases, layer norms), and each costs a round trip between the ranks.
-// This pass packs consecutive all-reduces of the same kind (one open bucket
-// per kind, so kinds may interleave) into buckets of
-// up to `bucket-bytes`: the inputs are flattened and concatenated, reduced
-// with one collective, and split back. A bucket is closed (its collective
+// This pass packs all-reduces of the same kind into buckets of up to
+// `bucket-bytes` (one open bucket per kind, so that kinds may interleave):
+// the inputs are flattened and concatenated, reduced with one collective,
+// and split back. A bucket is closed (its collective
 // emitted right after its last member, where that gradient is produced) as
 // soon as something uses one of its results, so the order of everything
 // else is unchanged; buckets of the backward pass are therefore issued while

@@ -26,9 +26,9 @@
 #include "Comm.h"
 #include "Launch.h"
 #include "Parallel.h"
+#include "loom/Planner/Planner.h"
 
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -37,10 +37,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
-#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -102,15 +102,6 @@ extern "C" void _mlir_ciface_loom_kernel_matmul_bf16(Matrix<uint16_t> *,
 
 namespace {
 
-/// This rank's threads: LOOM_NUM_THREADS (which the launcher sets to each
-/// rank's share) or every CPU the process may use.
-int rankThreads() {
-  if (const char *env = std::getenv("LOOM_NUM_THREADS"))
-    if (int n = std::atoi(env); n > 0)
-      return n;
-  return loom::rt::availableCpus();
-}
-
 int fail(const Twine &message) {
   WithColor::error(errs(), "loom-run calibrate") << message << "\n";
   return 1;
@@ -152,17 +143,13 @@ double meanOverRanks(loom::comm::Communicator *comm, double value) {
   return v / comm->size();
 }
 
-struct GemmSample {
-  int64_t m, n, k;
-  std::string precision;
-  double flops;
-};
+namespace plan = mlir::loom::plan;
 
-std::vector<GemmSample> measureGemms(loom::comm::Communicator *comm,
+std::vector<plan::GemmSample> measureGemms(loom::comm::Communicator *comm,
                                      double seconds) {
   static const int64_t rows[] = {16, 64, 256, 1024, 4096};
   static const int64_t widths[] = {32, 128, 512, 2048};
-  std::vector<GemmSample> samples;
+  std::vector<plan::GemmSample> samples;
   for (const char *precision : {"fp32", "bf16"})
     for (int64_t m : rows)
       for (int64_t k : widths)
@@ -196,7 +183,7 @@ std::vector<GemmSample> measureGemms(loom::comm::Communicator *comm,
 double measureBandwidth(loom::comm::Communicator *comm, double seconds) {
   const size_t count = size_t(1) << 24;
   std::vector<float> a(count, 1.0f), b(count, 2.0f), c(count);
-  int threads = rankThreads();
+  int threads = loom::rt::numThreads();
   auto part = [&](int t) {
     size_t chunk = (count + threads - 1) / threads;
     size_t lo = t * chunk, hi = std::min(count, lo + chunk);
@@ -310,8 +297,8 @@ struct Fit {
   void add(double steps, double volumeBytes, double t) {
     points.push_back({steps, volumeBytes, t});
   }
-  /// Latency (seconds) and bandwidth (bytes per second), both positive.
-  std::pair<double, double> solve() const {
+  /// Bandwidth (bytes per second) and latency (seconds), both positive.
+  plan::Link solve() const {
     std::vector<double> small;
     for (size_t i = 0; i < points.size() && i < 3; ++i)
       small.push_back(points[i].t / points[i].steps);
@@ -321,12 +308,8 @@ struct Fit {
     double slope = (big.t - prev.t) / (big.volume - prev.volume);
     if (!(slope > 0))
       slope = std::max(big.t - big.steps * latency, 1e-9) / big.volume;
-    return {latency, 1 / slope};
+    return {1 / slope, latency};
   }
-};
-
-struct LinkFit {
-  double latency = 0, bandwidth = 0;
 };
 
 /// All-reduce, all-gather and point-to-point transfers between the ranks,
@@ -335,10 +318,12 @@ struct LinkFit {
 /// bandwidth (bytes of the gathered tensor), a message latency + bytes /
 /// bandwidth (timed as half a round trip between ranks 0 and 1).
 struct Collectives {
-  LinkFit allReduce, allGather, p2p;
+  plan::Link allReduce, allGather, p2p;
   /// All-reduce started while the rank computes (an overlapped gradient
-  /// bucket): its threads then share the rank's CPUs with the compute.
-  LinkFit allReduceOverlapped;
+  /// bucket), its threads sharing the rank's CPUs with the compute: printed
+  /// for comparison, not part of the profile (the planner times started
+  /// all-reduces as on an idle link, which matched measured steps better).
+  plan::Link allReduceOverlapped;
 };
 
 Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
@@ -411,13 +396,8 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
     gatherFit.add(n - 1, (n - 1) / n * gatheredBytes, gather);
     p2pFit.add(1, bytes, roundTrip / 2);
   }
-  Collectives out;
-  std::tie(out.allReduce.latency, out.allReduce.bandwidth) = reduceFit.solve();
-  std::tie(out.allGather.latency, out.allGather.bandwidth) = gatherFit.solve();
-  std::tie(out.p2p.latency, out.p2p.bandwidth) = p2pFit.solve();
-  std::tie(out.allReduceOverlapped.latency,
-           out.allReduceOverlapped.bandwidth) = overlappedFit.solve();
-  return out;
+  return {reduceFit.solve(), gatherFit.solve(), p2pFit.solve(),
+          overlappedFit.solve()};
 }
 
 std::string cpuName() {
@@ -447,20 +427,9 @@ int runCalibrate(int argc, char **argv) {
   if (!(calibrateSeconds > 0))
     return fail("--seconds must be positive");
   if (calibrateRanks > 1 && !distributed) {
-    std::vector<std::string> args{"/proc/self/exe"};
-    for (int i = 1; i < argc; ++i) {
-      StringRef arg(argv[i]);
-      if (arg == "--nproc" || arg == "-nproc") {
-        ++i;
-        continue;
-      }
-      if (arg.starts_with("--nproc=") || arg.starts_with("-nproc="))
-        continue;
-      args.push_back(arg.str());
-    }
     // The launcher keeps rank 0's output; rank 0 writes the file.
     return launchRanks(calibrateRanks, /*masterPort=*/0, /*killAfter=*/60,
-                       args);
+                       rankCommandLine(argc, argv, {"nproc"}));
   }
 
   std::unique_ptr<loom::comm::Communicator> comm;
@@ -475,105 +444,75 @@ int runCalibrate(int argc, char **argv) {
     return fail(e.what());
   }
   raw_ostream &log = rank == 0 ? outs() : nulls();
-  int threads = rankThreads();
+  int threads = loom::rt::numThreads();
   log << "calibrating " << ranks << (ranks == 1 ? " rank" : " ranks") << " of "
       << threads << (threads == 1 ? " thread" : " threads") << " on "
       << cpuName() << "\n";
 
-  std::vector<GemmSample> gemms;
-  double bandwidth = 0;
+  plan::Cluster profile;
   Collectives collectives;
   try {
-    gemms = measureGemms(comm.get(), calibrateSeconds);
-    bandwidth = measureBandwidth(comm.get(), calibrateSeconds);
+    profile.gemm = measureGemms(comm.get(), calibrateSeconds);
+    profile.memoryBandwidth = measureBandwidth(comm.get(), calibrateSeconds);
     if (comm)
       collectives = measureCollectives(comm.get(), calibrateSeconds, log);
   } catch (const loom::comm::Error &e) {
     return fail(e.what());
   }
-  double peak[2] = {0, 0};
-  for (const GemmSample &g : gemms) {
-    double &p = peak[g.precision == "bf16"];
-    p = std::max(p, g.flops);
+  for (const plan::GemmSample &g : profile.gemm) {
+    double &peak = g.precision == "bf16" ? profile.peakBf16 : profile.peakFp32;
+    peak = std::max(peak, g.flops);
   }
   log << format("  GEMM peak: fp32 %.1f GFLOP/s, bf16 %.1f GFLOP/s per rank\n",
-                peak[0] / 1e9, peak[1] / 1e9);
-  log << format("  memory bandwidth: %.2f GB/s per rank\n", bandwidth / 1e9);
+                profile.peakFp32 / 1e9, profile.peakBf16 / 1e9);
+  log << format("  memory bandwidth: %.2f GB/s per rank\n",
+                profile.memoryBandwidth / 1e9);
   if (comm)
-    for (auto [name, fit] :
-         {std::pair<const char *, LinkFit>{"all-reduce", collectives.allReduce},
-          {"all-reduce while computing", collectives.allReduceOverlapped},
-          {"all-gather", collectives.allGather},
-          {"message", collectives.p2p}})
+    for (auto [name, fit] : {std::pair<const char *, plan::Link>{
+                                 "all-reduce", collectives.allReduce},
+                             {"all-reduce while computing",
+                              collectives.allReduceOverlapped},
+                             {"all-gather", collectives.allGather},
+                             {"message", collectives.p2p}})
       log << format("  %s fit: latency %.1f us, bandwidth %.2f GB/s\n", name,
                     fit.latency * 1e6, fit.bandwidth / 1e9);
   if (rank != 0)
     return 0;
 
-  // One rank alone has no link to measure: a figure that makes
-  // communication free never matters, since no plan of one device has any.
-  if (!comm)
-    collectives.allReduce = collectives.allGather = collectives.p2p =
-        collectives.allReduceOverlapped = {1e-6, 1e12};
-  auto linkJson = [](const LinkFit &fit) {
-    return json::Object{{"bandwidth_gbs", fit.bandwidth / 1e9},
-                        {"latency_us", fit.latency * 1e6}};
-  };
-  json::Array table;
-  for (const GemmSample &g : gemms)
-    table.push_back(json::Object{{"m", g.m},
-                                 {"n", g.n},
-                                 {"k", g.k},
-                                 {"precision", g.precision},
-                                 {"gflops", std::round(g.flops / 1e7) / 100}});
+  // The measured figures are what the device reaches: no efficiencies, no
+  // fixed costs on top. One node of `ranks` devices, each with its share of
+  // the memory; a rank alone has no link to measure, and a figure that
+  // makes communication free never matters, since no plan of one device
+  // has any.
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof(date), "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  json::Object device{
-      {"name", cpuName() + " (" + std::to_string(threads) +
-                   (threads == 1 ? " thread" : " threads") + " per rank)"},
-      {"memory_gib", memoryBytes() / ranks / (1024.0 * 1024 * 1024)},
-      {"memory_bandwidth_gbs", bandwidth / 1e9},
-      {"peak_tflops",
-       json::Object{{"fp32", peak[0] / 1e12}, {"bf16", peak[1] / 1e12}}},
-      {"gemm_efficiency", 1.0},
-      {"memory_efficiency", 1.0},
-      {"kernel_overhead_us", 0.0},
-      {"reserved_gib", 0.0},
-      {"gemm", std::move(table)}};
-  json::Value profile = json::Object{
-      {"name", "local-cpu-" + std::to_string(ranks) + "-ranks"},
-      {"source", "loom-run calibrate --nproc " + std::to_string(ranks) +
-                     ", " + date},
-      {"device", std::move(device)},
-      {"devices_per_node", ranks},
-      {"nodes", 1},
-      {"intra_node", linkJson(collectives.allReduce)},
-      {"inter_node", linkJson(collectives.allReduce)},
-      {"collectives",
-       json::Object{
-           {"all_reduce", linkJson(collectives.allReduce)},
-           {"all_reduce_overlapped",
-            linkJson(collectives.allReduceOverlapped)},
-           {"all_gather", linkJson(collectives.allGather)},
-           {"p2p", linkJson(collectives.p2p)}}},
-      {"link_efficiency", 1.0},
-      {"memory_margin", 0.05}};
+  profile.name = "local-cpu-" + std::to_string(ranks) + "-ranks";
+  profile.source = "loom-run calibrate --nproc " + std::to_string(ranks) +
+                   ", " + date;
+  profile.device = cpuName() + " (" + std::to_string(threads) +
+                   (threads == 1 ? " thread" : " threads") + " per rank)";
+  profile.memoryBytes = memoryBytes() / ranks;
+  profile.gemmEfficiency = profile.memoryEfficiency = 1;
+  profile.linkEfficiency = 1;
+  profile.kernelOverhead = 0;
+  profile.devicesPerNode = ranks;
+  profile.nodes = 1;
+  if (comm) {
+    profile.allReduce = collectives.allReduce;
+    profile.allGather = collectives.allGather;
+    profile.p2p = collectives.p2p;
+  }
+  profile.intraNode = profile.interNode =
+      comm ? collectives.allReduce : plan::Link{1e12, 1e-6};
 
   // Written whole to a temporary file, then renamed into place.
-  std::string temporary = calibrateOutput + ".tmp";
-  {
-    std::error_code ec;
-    raw_fd_ostream out(temporary, ec);
-    if (ec)
-      return fail("cannot write " + temporary + ": " + ec.message());
-    out << formatv("{0:2}", profile) << "\n";
-    out.close();
-    if (out.has_error())
-      return fail("cannot write " + temporary + ": " + out.error().message());
-  }
-  if (std::error_code ec = sys::fs::rename(temporary, calibrateOutput))
-    return fail("cannot write " + calibrateOutput + ": " + ec.message());
+  if (Error e = writeToOutput(calibrateOutput, [&](raw_ostream &out) {
+        out << formatv("{0:2}", plan::clusterToJson(profile)) << "\n";
+        return Error::success();
+      }))
+    return fail("cannot write " + calibrateOutput + ": " +
+                toString(std::move(e)));
   log << "wrote " << calibrateOutput << "\n";
   return 0;
 }

@@ -203,3 +203,28 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
                        " failed first (" + firstStatus + ")");
   return 0;
 }
+
+std::vector<std::string>
+rankCommandLine(int argc, char **argv,
+                std::initializer_list<const char *> launcherOptions) {
+  std::vector<std::string> args{"/proc/self/exe"};
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    StringRef name = arg.starts_with("--") ? arg.drop_front(2)
+                     : arg.starts_with("-") ? arg.drop_front(1)
+                                            : StringRef();
+    bool launcher = false, joined = false;
+    for (StringRef option : launcherOptions) {
+      if (name == option)
+        launcher = true;
+      else if (name.starts_with(option) && name.drop_front(option.size())
+                                               .starts_with("="))
+        launcher = joined = true;
+    }
+    if (!launcher)
+      args.push_back(arg.str());
+    else if (!joined)
+      ++i; // its value
+  }
+  return args;
+}

@@ -3,6 +3,7 @@
 #ifndef LOOM_TOOLS_LOOM_RUN_LAUNCH_H
 #define LOOM_TOOLS_LOOM_RUN_LAUNCH_H
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -12,5 +13,13 @@
 /// seconds). Returns 0 when every rank succeeded, else 1.
 int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
                 std::vector<std::string> args);
+
+/// This process's command line (as /proc/self/exe) without the options
+/// named in `launcherOptions` (each with its value, as `--name V` or
+/// `--name=V`, one or two dashes): what each rank of a command that starts
+/// its own ranks runs.
+std::vector<std::string>
+rankCommandLine(int argc, char **argv,
+                std::initializer_list<const char *> launcherOptions);
 
 #endif // LOOM_TOOLS_LOOM_RUN_LAUNCH_H

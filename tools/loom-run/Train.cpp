@@ -481,19 +481,8 @@ int runTrain(int argc, char **argv) {
   const char *worldSize = std::getenv("WORLD_SIZE");
   bool distributed = worldSize && std::atoi(worldSize) > 1;
   if (nprocs > 1 && !distributed) {
-    std::vector<std::string> args{"/proc/self/exe"};
-    for (int i = 1; i < argc; ++i) {
-      StringRef arg(argv[i]);
-      if (arg == "--nproc" || arg == "-nproc" || arg == "--master-port" ||
-          arg == "-master-port") {
-        ++i;
-        continue;
-      }
-      if (arg.starts_with("--nproc=") || arg.starts_with("-nproc=") ||
-          arg.starts_with("--master-port=") || arg.starts_with("-master-port="))
-        continue;
-      args.push_back(arg.str());
-    }
+    std::vector<std::string> args =
+        rankCommandLine(argc, argv, {"nproc", "master-port"});
     ::setenv("LOOM_TIMEOUT_SEC", std::to_string(rankTimeout.getValue()).c_str(),
              1);
     return launchRanks(nprocs, trainMasterPort, rankTimeout, args);

@@ -435,7 +435,7 @@ static cl::opt<int64_t> globalBatch(
     "global-batch",
     cl::desc("Sequences (samples) per training step (with --plan: default "
              "the model's batch)"),
-                                    cl::init(0), cl::cat(planCategory));
+    cl::init(0), cl::cat(planCategory));
 
 static cl::opt<int64_t> planDevices(
     "plan-devices",
@@ -486,15 +486,25 @@ int main(int argc, char **argv) {
                               "loomc: compiles ONNX models for training with "
                               "Loom\n");
 
+  // The planner's options both planning commands take.
+  auto planRequest = [](mlir::loom::plan::PlanRequest &request) {
+    request.clusterPath = clusterPath;
+    request.fix = planFix;
+    request.globalBatch = globalBatch;
+    request.devices = planDevices;
+    request.top = planTop;
+    request.jsonPath = planJson;
+  };
+  if (planFlag && !planSimulate.empty()) {
+    WithColor::error(errs(), "loomc")
+        << "--plan plans an ONNX model and --plan-simulate a described "
+           "transformer: give one of them\n";
+    return 1;
+  }
   if (!planSimulate.empty()) {
     mlir::loom::plan::SimulateOptions plan;
+    planRequest(plan);
     plan.modelPath = planSimulate;
-    plan.clusterPath = clusterPath;
-    plan.fix = planFix;
-    plan.globalBatch = globalBatch;
-    plan.devices = planDevices;
-    plan.top = planTop;
-    plan.jsonPath = planJson;
     if (clusterPath.empty()) {
       WithColor::error(errs(), "loomc") << "--plan-simulate needs --cluster\n";
       return 1;
@@ -804,12 +814,7 @@ int main(int argc, char **argv) {
 
   if (planFlag) {
     mlir::loom::PlanOptions plan;
-    plan.clusterPath = clusterPath;
-    plan.globalBatch = globalBatch;
-    plan.devices = planDevices;
-    plan.fix = planFix;
-    plan.top = planTop;
-    plan.jsonPath = planJson;
+    planRequest(plan);
     plan.planOnly = planOnly;
     if (failed(mlir::loom::planAndCompile(context, options, plan)))
       return 1;

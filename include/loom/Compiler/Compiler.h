@@ -190,12 +190,17 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
 LogicalResult runPipeline(ModuleOp module, EmitPhase phase, unsigned optLevel,
                           bool simplify = true);
 
-/// Loads the model and compiles it to `phase` as loomc would, without its
-/// reports (for the planner, which compiles candidates). From EmitPhase::LLVM
-/// on, `compiledBytes` (when given) receives what the compiled step needs
-/// per rank: its arguments and the peak of its temporaries (the largest
-/// stage's, with pipeline stages), as `--report` prints it. Returns null
-/// after reporting an error.
+/// Compiles a loaded model (loadModel's result, or a clone of it) to
+/// `phase` as loomc would, without its reports (for the planner, which
+/// compiles candidates). From EmitPhase::Obj on, `compiledBytes` (when
+/// given) receives what the compiled step needs per rank: its arguments and
+/// the peak of its temporaries (the largest stage's, with pipeline stages),
+/// as `--report` prints it. Returns null after reporting an error.
+OwningOpRef<ModuleOp> buildModule(OwningOpRef<ModuleOp> module,
+                                  const CompilerOptions &options,
+                                  EmitPhase phase,
+                                  int64_t *compiledBytes = nullptr);
+/// The same, loading the model first.
 OwningOpRef<ModuleOp> buildModule(MLIRContext &context,
                                   const CompilerOptions &options,
                                   EmitPhase phase,

@@ -28,20 +28,9 @@
 
 namespace mlir::loom {
 
-/// What `loomc MODEL --train --plan` asks for.
-struct PlanOptions {
-  std::string clusterPath;
-  /// Samples per optimizer step (0: the model's batch).
-  int64_t globalBatch = 0;
-  /// Devices (ranks) to plan for (0: the whole cluster).
-  int64_t devices = 0;
-  /// Choices the plan must keep (`tp=2,precision=fp32`; parseConstraints'
-  /// keys).
-  std::string fix;
-  /// Plans to print.
-  int64_t top = 10;
-  /// Also write the plans as JSON here.
-  std::string jsonPath;
+/// What `loomc MODEL.onnx --train --plan` asks for (the global batch
+/// defaults to the model's batch).
+struct PlanOptions : plan::PlanRequest {
   /// Print the table only; compile nothing.
   bool planOnly = false;
 };
@@ -63,9 +52,10 @@ struct StepPrediction {
 FailureOr<StepPrediction> predictStep(ModuleOp module,
                                       const plan::Cluster &cluster);
 
-/// Searches the layouts of `base`'s model (a training compilation without a
-/// mesh), prints the best, and unless `plan.planOnly` compiles the best one
-/// as `base` asks (output path, emit phase).
+/// Searches the layouts of `base`'s model, prints the best, and unless
+/// `plan.planOnly` compiles the best one as `base` asks (output path, emit
+/// phase). `base` must be a training compilation without a mesh or the
+/// choices the planner makes (loomc refuses such flags next to --plan).
 LogicalResult planAndCompile(MLIRContext &context,
                              const CompilerOptions &base,
                              const PlanOptions &plan);

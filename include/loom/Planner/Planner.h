@@ -61,6 +61,8 @@ struct GemmSample {
 /// nodes are connected. Read from cluster.json (see `parseCluster`).
 struct Cluster {
   std::string name;
+  /// Where the figures come from (a datasheet, `loom-run calibrate`).
+  std::string source;
   std::string device;
   /// Peak dense FLOP/s per precision ("fp32", "tf32", "bf16", "fp16").
   double peakFp32 = 0, peakTf32 = 0, peakBf16 = 0, peakFp16 = 0;
@@ -86,10 +88,8 @@ struct Cluster {
 
   /// Measured fits of collectives within a node (`loom-run calibrate`),
   /// used instead of the link's figures when present: all-reduce,
-  /// all-gather and point-to-point messages; all-reduce started while the
-  /// device computes (read and checked, reported by calibrate; the step
-  /// simulation does not use it yet).
-  std::optional<Link> allReduce, allGather, p2p, allReduceOverlapped;
+  /// all-gather and point-to-point messages.
+  std::optional<Link> allReduce, allGather, p2p;
   /// Measured GEMM rates by shape (empty: the peak times gemmEfficiency
   /// for every shape).
   std::vector<GemmSample> gemm;
@@ -225,6 +225,8 @@ llvm::Expected<SearchResult> search(const Transformer &model,
 /// field and what was expected.
 llvm::Expected<Cluster> parseCluster(const llvm::json::Value &json);
 llvm::Expected<Cluster> loadCluster(llvm::StringRef path);
+/// `c` in cluster.json's format: what parseCluster reads back.
+llvm::json::Value clusterToJson(const Cluster &c);
 
 /// Reads a model description: {"name", "layers", "hidden", "heads",
 /// "seq_len", "vocab", optional "ffn", "experts", "top_k", "moe_every"}.
@@ -245,8 +247,10 @@ void printPlans(llvm::raw_ostream &os, const Transformer &model,
 llvm::json::Value plansToJson(const SearchResult &result, int64_t count);
 
 /// What `loomc --plan-simulate` asks for.
-struct SimulateOptions {
-  std::string modelPath, clusterPath;
+/// What a planning command asks for, whatever describes the model
+/// (`--plan-simulate`'s shape, or an ONNX model with `--plan`).
+struct PlanRequest {
+  std::string clusterPath;
   /// Fixed choices, `key=value,...` with parseConstraints' keys
   /// (`tp=8,pp=4,remat=full`).
   std::string fix;
@@ -257,6 +261,11 @@ struct SimulateOptions {
   int64_t top = 10;
   /// Also write the plans as JSON here (empty: no file).
   std::string jsonPath;
+};
+
+struct SimulateOptions : PlanRequest {
+  /// The transformer's description.
+  std::string modelPath;
 };
 
 /// Reads the model and cluster, searches, prints the table to `os` (and the

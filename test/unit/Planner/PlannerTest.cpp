@@ -298,6 +298,37 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
             "\"device.gemm[0].tflops\" is not a known field");
   EXPECT_EQ(swap("\"all_reduce\"", "\"allreduce\""),
             "\"collectives.allreduce\" is not a known field");
+  EXPECT_EQ(swap("\"gemm\": [{\"m\": 64, \"n\": 32, \"k\": 16, "
+                 "\"precision\": \"bf16\", \"gflops\": 150}]",
+                 "\"gemm\": {}"),
+            "\"device.gemm\" must be an array of {\"m\", \"n\", \"k\", "
+            "\"precision\", \"gflops\"}");
+  EXPECT_EQ(swap("\"m\": 64", "\"m\": 0"),
+            "\"device.gemm[0]\" needs positive m, n, k and gflops");
+  EXPECT_EQ(swap("\"bandwidth_gbs\": 2, \"latency_us\": 130",
+                 "\"bandwidth_gbs\": 0, \"latency_us\": 130"),
+            "\"collectives.all_reduce.bandwidth_gbs\" must be positive");
+
+  // What clusterToJson writes (loom-run calibrate's profile) reads back
+  // the same, field for field.
+  llvm::Expected<Cluster> back = parseCluster(clusterToJson(*cc));
+  ASSERT_TRUE(bool(back)) << llvm::toString(back.takeError());
+  EXPECT_EQ(back->name, cc->name);
+  EXPECT_EQ(back->device, cc->device);
+  EXPECT_EQ(back->devices(), 16);
+  EXPECT_DOUBLE_EQ(back->memoryBytes, cc->memoryBytes);
+  EXPECT_DOUBLE_EQ(back->memoryBandwidth, cc->memoryBandwidth);
+  EXPECT_DOUBLE_EQ(back->peakFp32, cc->peakFp32);
+  EXPECT_DOUBLE_EQ(back->peakBf16, cc->peakBf16);
+  EXPECT_DOUBLE_EQ(back->peakFp16, 0);
+  EXPECT_DOUBLE_EQ(back->intraNode.bandwidth, cc->intraNode.bandwidth);
+  EXPECT_DOUBLE_EQ(back->interNode.latency, cc->interNode.latency);
+  ASSERT_EQ(back->gemm.size(), 1u);
+  EXPECT_EQ(back->gemm[0].m, 64);
+  EXPECT_DOUBLE_EQ(back->gemm[0].flops, 150e9);
+  ASSERT_TRUE(back->allReduce.has_value());
+  EXPECT_DOUBLE_EQ(back->allReduce->latency, 130e-6);
+  EXPECT_FALSE(back->allGather.has_value());
 }
 
 } // namespace
