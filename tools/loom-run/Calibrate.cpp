@@ -32,7 +32,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -103,8 +102,7 @@ extern "C" void _mlir_ciface_loom_kernel_matmul_bf16(Matrix<uint16_t> *,
 namespace {
 
 int fail(const Twine &message) {
-  WithColor::error(errs(), "loom-run calibrate") << message << "\n";
-  return 1;
+  return reportError("loom-run calibrate", message);
 }
 
 /// Runs `body` once untimed, then as many times as fill `seconds` (at least

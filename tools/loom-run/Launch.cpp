@@ -59,8 +59,7 @@ static cl::list<std::string> command(cl::Positional, cl::OneOrMore,
 namespace {
 
 int launchError(const Twine &message) {
-  WithColor::error(errs(), "loom-run launch") << message << "\n";
-  return 1;
+  return reportError("loom-run launch", message);
 }
 
 std::string describe(int status) {
@@ -187,10 +186,10 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     }
     firstFailed = rank;
     firstStatus = describe(status);
-    WithColor::error(errs(), "loom-run launch")
-        << "rank " << rank << " of " << nproc << " failed (" << firstStatus
-        << "); stopping the other " << ranks.size() + reaped << " rank"
-        << (ranks.size() + reaped == 1 ? "" : "s") << "\n";
+    size_t stopping = ranks.size() + reaped;
+    launchError("rank " + Twine(rank) + " of " + Twine(nproc) + " failed (" +
+                firstStatus + "); stopping the other " + Twine(stopping) +
+                " rank" + (stopping == 1 ? "" : "s"));
     for (auto &[p, r] : ranks)
       ::kill(p, SIGTERM);
     deadline = std::chrono::steady_clock::now() +
@@ -202,6 +201,15 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     return launchError("the run failed: rank " + Twine(firstFailed) +
                        " failed first (" + firstStatus + ")");
   return 0;
+}
+
+int reportError(StringRef tool, const Twine &message) {
+  std::string line;
+  raw_string_ostream os(line);
+  os.enable_colors(errs().has_colors());
+  WithColor::error(os, tool) << message << "\n";
+  errs() << line;
+  return 1;
 }
 
 std::vector<std::string>

@@ -3,9 +3,18 @@
 #ifndef LOOM_TOOLS_LOOM_RUN_LAUNCH_H
 #define LOOM_TOOLS_LOOM_RUN_LAUNCH_H
 
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/Twine.h"
+
 #include <initializer_list>
 #include <string>
 #include <vector>
+
+/// Prints `tool: error: message` to stderr in one write, so that the lines
+/// of ranks and their launcher sharing one stderr do not interleave
+/// mid-line (llvm::WithColor on errs() writes prefix, label and message
+/// separately). Colored when stderr is a terminal. Returns 1.
+int reportError(llvm::StringRef tool, const llvm::Twine &message);
 
 /// Runs `args` as `nproc` local ranks with torchrun's variables (a TCP store
 /// on `masterPort`, or a file store when 0), waits for them, and when one

@@ -25,7 +25,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -284,8 +283,7 @@ static cl::opt<unsigned>
 namespace {
 
 int fail(const Twine &message) {
-  WithColor::error(errs(), "loom-run") << message << "\n";
-  return 1;
+  return reportError("loom-run", message);
 }
 
 struct SessionDeleter {

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Launch.h"
 #include "Npy.h"
 #include "loom/runtime.h"
 
@@ -20,7 +21,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
@@ -69,8 +69,7 @@ static cl::opt<std::string> entryPoint("entry",
                                        cl::sub(inferCommand));
 
 static int fail(const Twine &message) {
-  WithColor::error(errs(), "loom-run") << message << "\n";
-  return 1;
+  return reportError("loom-run", message);
 }
 
 static std::string describe(loom_dtype_t dtype, const int64_t *shape,
