@@ -715,10 +715,8 @@ int peerAlong(loom::comm::Communicator *c, int64_t group, int64_t offset,
 /// Sends `in` to the rank `offset` steps along the mesh axis of `group`
 /// (loom.send): copied and queued on the collective thread; the entry point
 /// returns only once every message has been taken (loom_session_run).
-extern "C" LOOM_API void _mlir_ciface_loom_rt_send(Unranked *in,
-                                                   int64_t elementBytes,
-                                                   int64_t group,
-                                                   int64_t offset) {
+static void sendTo(Unranked *in, int64_t elementBytes, int64_t group,
+                   int64_t offset) {
   using namespace loom;
   comm::Communicator *c = rt::currentCommunicator;
   int peer = peerAlong(c, group, offset, "send");
@@ -739,10 +737,8 @@ extern "C" LOOM_API void _mlir_ciface_loom_rt_send(Unranked *in,
 
 /// out = the next message from the rank `offset` steps along the mesh axis
 /// of `group` (loom.recv), waiting up to the run's timeout.
-extern "C" LOOM_API void _mlir_ciface_loom_rt_recv(Unranked *out,
-                                                   int64_t elementBytes,
-                                                   int64_t group,
-                                                   int64_t offset) {
+static void receiveFrom(Unranked *out, int64_t elementBytes, int64_t group,
+                        int64_t offset) {
   using namespace loom;
   comm::Communicator *c = rt::currentCommunicator;
   int peer = peerAlong(c, group, offset, "receive");
@@ -760,6 +756,27 @@ extern "C" LOOM_API void _mlir_ciface_loom_rt_recv(Unranked *out,
                       started, rt::trace::now());
   view.copy(dense, /*intoDense=*/false);
 }
+
+// Send and receive by element type (the bundle's declarations carry it;
+// the buffers' element size comes as an argument).
+#define LOOM_POINT_TO_POINT(SUFFIX)                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_send_##SUFFIX(                 \
+      Unranked *in, int64_t elementBytes, int64_t group, int64_t offset) {     \
+    sendTo(in, elementBytes, group, offset);                                   \
+  }                                                                            \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_recv_##SUFFIX(                 \
+      Unranked *out, int64_t elementBytes, int64_t group, int64_t offset) {    \
+    receiveFrom(out, elementBytes, group, offset);                             \
+  }
+LOOM_POINT_TO_POINT(f32)
+LOOM_POINT_TO_POINT(bf16)
+LOOM_POINT_TO_POINT(f16)
+LOOM_POINT_TO_POINT(f64)
+LOOM_POINT_TO_POINT(i64)
+LOOM_POINT_TO_POINT(i32)
+LOOM_POINT_TO_POINT(i8)
+LOOM_POINT_TO_POINT(i1)
+#undef LOOM_POINT_TO_POINT
 
 namespace loom::rt {
 std::string finishPointToPoint() {

@@ -560,6 +560,13 @@ static LogicalResult transform(OwningOpRef<ModuleOp> &module,
     if (failed(applyPassManagerCLOptions(pm)))
       return failure();
     pm.addPass(createLoomBuildTrainStepPass(pass));
+    // bf16 products' gradients return their fp32 accumulators and sum in
+    // fp32. Not fp16's: GradScaler's overflow check must see a gradient
+    // that overflows fp16 as inf, as PyTorch's fp16 products return it
+    // (loom-partition still sums them over ranks in fp32). Not
+    // bf16-pure's: its parameters and their gradients are bf16.
+    if (options.precision == "bf16")
+      pm.addPass(createLoomWidenGradientsPass());
     if (failed(pm.run(*module)))
       return failure();
   }

@@ -234,8 +234,28 @@ int64_t elementBytes(Type element) {
   return std::max<int64_t>(1, (element.getIntOrFloatBitWidth() + 7) / 8);
 }
 
-/// Bufferizes loom.send into `loom_rt_send(in, element bytes, group,
-/// offset)`, which copies the buffer and queues it for the peer.
+/// The suffix of the runtime's send and receive for `element` (their
+/// declarations carry the buffer's element type, so a module that sends
+/// bf16 activations and an f32 loss calls two of them), or "" if none.
+StringRef pointToPointSuffix(Type element) {
+  StringRef floating = runtimeTypeSuffix(element);
+  if (!floating.empty())
+    return floating;
+  if (element.isF64())
+    return "f64";
+  if (element.isInteger(64))
+    return "i64";
+  if (element.isInteger(32))
+    return "i32";
+  if (element.isInteger(8))
+    return "i8";
+  if (element.isInteger(1))
+    return "i1";
+  return {};
+}
+
+/// Bufferizes loom.send into `loom_rt_send_<type>(in, element bytes,
+/// group, offset)`, which copies the buffer and queues it for the peer.
 struct SendBufferization
     : BufferizableOpInterface::ExternalModel<SendBufferization, SendOp> {
   bool bufferizesToMemoryRead(Operation *, OpOperand &,
@@ -269,7 +289,10 @@ struct SendBufferization
                                        rewriter.getI64IntegerAttr(v));
     };
     Type element = send.getInput().getType().getElementType();
-    callRuntime(rewriter, op, "loom_rt_send",
+    StringRef suffix = pointToPointSuffix(element);
+    if (suffix.empty())
+      return op->emitOpError("of ") << element << " is not supported";
+    callRuntime(rewriter, op, ("loom_rt_send_" + suffix).str(),
                 {toUnranked(rewriter, loc, *input), i64(elementBytes(element)),
                  i64(*group), i64(send.getOffset())});
     rewriter.eraseOp(op);
@@ -277,8 +300,8 @@ struct SendBufferization
   }
 };
 
-/// Bufferizes loom.recv into a fresh buffer that `loom_rt_recv(out, element
-/// bytes, group, offset)` fills with the peer's next message.
+/// Bufferizes loom.recv into a fresh buffer that `loom_rt_recv_<type>(out,
+/// element bytes, group, offset)` fills with the peer's next message.
 struct RecvBufferization
     : BufferizableOpInterface::ExternalModel<RecvBufferization, RecvOp> {
   bool bufferizesToAllocation(Operation *, Value) const { return true; }
@@ -302,7 +325,11 @@ struct RecvBufferization
       return arith::ConstantOp::create(rewriter, loc,
                                        rewriter.getI64IntegerAttr(v));
     };
-    callRuntime(rewriter, op, "loom_rt_recv",
+    StringRef suffix = pointToPointSuffix(type.getElementType());
+    if (suffix.empty())
+      return op->emitOpError("of ") << type.getElementType()
+                                    << " is not supported";
+    callRuntime(rewriter, op, ("loom_rt_recv_" + suffix).str(),
                 {toUnranked(rewriter, loc, *output),
                  i64(elementBytes(type.getElementType())), i64(*group),
                  i64(recv.getOffset())});

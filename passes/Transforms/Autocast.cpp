@@ -20,7 +20,9 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -28,6 +30,7 @@
 
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMAUTOCASTPASS
+#define GEN_PASS_DEF_LOOMWIDENGRADIENTSPASS
 #include "passes/Transforms/Passes.h.inc"
 
 namespace {
@@ -383,6 +386,83 @@ struct LoomAutocastPass
       if (failed(mlir::verify(func)))
         return signalPassFailure();
     }
+  }
+};
+
+/// loom-widen-gradients: an op whose every use widens its low-precision
+/// result to one type computes in that type instead. Products keep their
+/// low-precision factors and return the accumulator; sums, sum-reductions
+/// and data movement widen their operands (the widening moves up, to the
+/// products or to a narrowing cast it cancels).
+struct WidenLowPrecision : RewritePattern {
+  WidenLowPrecision(MLIRContext *ctx)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, ctx) {}
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    bool product = isa<MatmulOp>(op);
+    if (auto conv = dyn_cast<ConvOp>(op))
+      product = !conv.getBias();
+    if (!product && !isa<AddOp, ReduceSumOp, ReshapeOp, TransposeOp, SliceOp>(
+                        op))
+      return failure();
+    if (op->getNumResults() != 1 || op->getNumRegions() != 0)
+      return failure();
+    Value result = op->getResult(0);
+    FloatType low = floatElement(result);
+    if (!low || low.getWidth() != 16 || result.use_empty())
+      return failure();
+    // Every use is the same widening cast.
+    Type wide;
+    for (Operation *user : result.getUsers()) {
+      auto cast = dyn_cast<CastOp>(user);
+      if (!cast)
+        return failure();
+      auto to = dyn_cast<FloatType>(cast.getType().getElementType());
+      if (!to || !to.isF32() || (wide && cast.getType() != wide))
+        return failure();
+      wide = cast.getType();
+    }
+    auto wideElement = cast<RankedTensorType>(wide).getElementType();
+    rewriter.setInsertionPoint(op);
+    SmallVector<Value> operands(op->getOperands());
+    if (!product)
+      for (Value &operand : operands) {
+        auto type = dyn_cast<RankedTensorType>(operand.getType());
+        if (!type || type.getElementType() != low)
+          continue;
+        Operation *widened = CastOp::create(rewriter, op->getLoc(),
+                                            type.clone(wideElement), operand);
+        // Marks such as the pipeline stage follow the op it feeds.
+        for (NamedAttribute attr : op->getDiscardableAttrs())
+          if (attr.getName() != "loom.gradient")
+            widened->setAttr(attr.getName(), attr.getValue());
+        operand = widened->getResult(0);
+      }
+    rewriter.modifyOpInPlace(op, [&] {
+      op->setOperands(operands);
+      result.setType(wide);
+      // The widening's marks that the op lacks (loom.gradient: this is a
+      // parameter's gradient) move to the op that now defines the wide
+      // value; its own (its pipeline stage) stay.
+      for (Operation *user : result.getUsers())
+        for (NamedAttribute attr : user->getDiscardableAttrs())
+          if (!op->hasAttr(attr.getName()))
+            op->setAttr(attr.getName(), attr.getValue());
+    });
+    for (Operation *user : llvm::make_early_inc_range(result.getUsers()))
+      rewriter.replaceOp(user, result);
+    return success();
+  }
+};
+
+struct LoomWidenGradientsPass
+    : impl::LoomWidenGradientsPassBase<LoomWidenGradientsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<WidenLowPrecision>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
   }
 };
 

@@ -313,6 +313,30 @@ private:
       op->erase();
       return true;
     }
+    // A widening of a partial sum (a bf16 or fp16 product's gradient cast
+    // back to its fp32 parameter's type) stays partial: the sum is
+    // completed in fp32, of the widened local sums, as data-parallel
+    // training sums fp32 gradients (--grad-reduce-dtype narrows it on
+    // request).
+    if (auto widen = dyn_cast<CastOp>(op)) {
+      Held held = heldOf(widen.getInput());
+      auto from = dyn_cast<FloatType>(widen.getInput().getType().getElementType());
+      auto to = dyn_cast<FloatType>(widen.getType().getElementType());
+      if (held.partial.empty() || !from || !to ||
+          to.getWidth() <= from.getWidth() ||
+          !APFloat::isRepresentableBy(from.getFloatSemantics(),
+                                      to.getFloatSemantics()))
+        return false;
+      OpBuilder b(op);
+      Operation *local = b.clone(*op);
+      local->removeAttr(kShardingAttr);
+      local->getResult(0).setType(
+          cast<RankedTensorType>(widen.getInput().getType()).clone(to));
+      have[local->getResult(0)] = held;
+      op->getResult(0).replaceAllUsesWith(local->getResult(0));
+      op->erase();
+      return true;
+    }
     if (!isa<AddOp, SubOp, NegOp>(op) || op->getNumResults() != 1)
       return false;
     Held first = heldOf(op->getOperand(0));

@@ -412,6 +412,40 @@ def LoomNarrowReductionsPass : Pass<"loom-narrow-reductions", "::mlir::ModuleOp"
   let dependentDialects = ["::mlir::loom::LoomDialect"];
 }
 
+def LoomWidenGradientsPass : Pass<"loom-widen-gradients", "::mlir::ModuleOp"> {
+  let summary = "low-precision products that are only widened return their f32 accumulator";
+  let description = [{
+    After `loom-autocast`, the training step's gradient products are bf16 or
+    fp16 products too (the gradient of a low-precision product), and the
+    gradient of each cast widens their results back to fp32: rounded to the
+    low precision, summed there (a weight read by several products, the
+    rows of a batched product), and widened. This pass makes those
+    gradients accumulate in fp32 instead: a `loom.matmul` or bias-less
+    `loom.conv` whose every use widens it to one type returns that
+    accumulator type, and a sum, sum-reduction, reshape, transpose or slice
+    whose every use widens it runs on widened operands, so that the
+    widening moves up to the products. Data-parallel reductions of the
+    gradients (inserted later by `loom-partition`) then sum fp32 values, as
+    `--grad-reduce-dtype=fp32` promises.
+
+    ```mlir
+    %dw = loom.matmul %x, %g {transpose_lhs} : (tensor<8x4xbf16>, tensor<8x2xbf16>) -> tensor<4x2xbf16>
+    %w = loom.cast %dw : tensor<4x2xbf16> -> tensor<4x2xf32>
+    ```
+    becomes
+    ```mlir
+    %dw = loom.matmul %x, %g {transpose_lhs} : (tensor<8x4xbf16>, tensor<8x2xbf16>) -> tensor<4x2xf32>
+    ```
+    `loomc --precision=bf16` runs it after building the training step; not
+    for fp16, whose products round to fp16 as PyTorch's do so that dynamic
+    loss scaling sees an overflowing gradient as inf (GradScaler's
+    semantics), nor for bf16-pure, whose gradients are bf16 by design.
+    (Either way `loom-partition` completes a partial sum that is widened in
+    fp32, after the widening.)
+  }];
+  let dependentDialects = ["::mlir::loom::LoomDialect"];
+}
+
 def LoomAutocastPass : Pass<"loom-autocast", "::mlir::ModuleOp"> {
   let summary = "runs matrix products and convolutions in bf16 or fp16, by an op policy";
   let description = [{

@@ -239,6 +239,24 @@ struct LoomPipelineStagesPass
       last[stage] = nodeName(op);
     }
 
+    // Ops that do not depend on the batch (views and casts of parameters,
+    // such as loom-autocast's low-precision weights, which sit at the top of
+    // the function) run in the stage that reads them, so that their
+    // gradients (a weight's cast back to fp32) stay in that stage too.
+    for (Operation *op : llvm::reverse(ops)) {
+      if (op->getNumResults() == 0 ||
+          llvm::any_of(op->getResults(),
+                       [&](Value r) { return activations.contains(r); }))
+        continue;
+      std::optional<int64_t> reader;
+      for (Value r : op->getResults())
+        for (Operation *user : r.getUsers())
+          if (auto stage = user->getAttrOfType<IntegerAttr>(kStageAttr))
+            reader = std::min(reader.value_or(stage.getInt()), stage.getInt());
+      if (reader)
+        op->setAttr(kStageAttr, b.getI64IntegerAttr(*reader));
+    }
+
     // Every stage holds parameters, and each parameter lies in one stage.
     SmallVector<int64_t> paramBytes(stages, 0);
     for (BlockArgument arg : forward.getArguments()) {

@@ -328,6 +328,9 @@ struct LoomRematPass : loom::impl::LoomRematPassBase<LoomRematPass> {
           b.setInsertionPoint(op);
           fenced = OptimizationBarrierOp::create(b, operand.get().getLoc(),
                                                  operand.get());
+          // With pipeline stages, the barrier runs in the layer's stage.
+          if (Attribute stage = op->getAttr(kStageAttr))
+            fenced.getDefiningOp()->setAttr(kStageAttr, stage);
         }
         operand.set(fenced);
       }
@@ -431,14 +434,18 @@ struct LoomRematPass : loom::impl::LoomRematPassBase<LoomRematPass> {
     // Copies made before their first use in the backward pass, shared by
     // later uses; values read from outside go through barriers.
     OpBuilder b(&getContext());
-    DenseMap<Value, Value> copies, barriers;
+    DenseMap<Value, Value> copies;
+    DenseMap<std::pair<Value, Attribute>, Value> barriers;
     int64_t recomputedOps = 0, recomputedFlops = 0;
     // A layer's copies start from its inputs as the forward pass computed
     // them (the checkpoints): a value of another layer is kept, not
     // recomputed, so recomputing one layer never recomputes the layers
     // before it.
-    std::function<Value(Value, StringRef)> copyOf = [&](Value v,
-                                                        StringRef layer) -> Value {
+    // A barrier runs in the pipeline stage (`stage`, null without stages)
+    // of the copy that reads it: a layer's recomputation reads the value
+    // another stage sent it in the forward pass, and nothing is sent again.
+    std::function<Value(Value, StringRef, Attribute)> copyOf =
+        [&](Value v, StringRef layer, Attribute stage) -> Value {
       if (Value copy = copies.lookup(v))
         return copy;
       Operation *def = v.getDefiningOp();
@@ -446,14 +453,17 @@ struct LoomRematPass : loom::impl::LoomRematPassBase<LoomRematPass> {
           kept.contains(v)) {
         if (def && def->hasTrait<OpTrait::ConstantLike>())
           return v;
-        Value &barrier = barriers[v];
-        if (!barrier)
+        Value &barrier = barriers[{v, stage}];
+        if (!barrier) {
           barrier = OptimizationBarrierOp::create(b, v.getLoc(), v);
+          if (stage)
+            barrier.getDefiningOp()->setAttr(kStageAttr, stage);
+        }
         return barrier;
       }
       IRMapping mapping;
       for (Value operand : def->getOperands())
-        mapping.map(operand, copyOf(operand, layer));
+        mapping.map(operand, copyOf(operand, layer, def->getAttr(kStageAttr)));
       Operation *copy = b.clone(*def, mapping);
       ++recomputedOps;
       recomputedFlops += flopsOf(def);
@@ -468,7 +478,8 @@ struct LoomRematPass : loom::impl::LoomRematPassBase<LoomRematPass> {
         if (!def || !recomputable.contains(def) || kept.contains(operand.get()))
           continue;
         b.setInsertionPoint(op);
-        operand.set(copyOf(operand.get(), layerMap.of(def)));
+        operand.set(copyOf(operand.get(), layerMap.of(def),
+                           op->getAttr(kStageAttr)));
       }
 
     if (fenceLayerInputs)
