@@ -9,6 +9,7 @@
 #include "loom/Compiler/Plan.h"
 
 #include "dialects/Loom/LoomOps.h"
+#include "dialects/Loom/MoeExpansion.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -22,6 +23,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -505,9 +507,6 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
     if (llvm::Error e = plan::parseConstraints(*fix, fixed))
       return emitError(loc) << "--plan-fix: " << llvm::toString(std::move(e));
   }
-  if (fixed.ep && *fixed.ep > 1)
-    return emitError(loc) << "--plan-fix: expert parallelism is not planned "
-                             "for ONNX models yet";
   // --plan-simulate's other choices have no counterpart here yet: refused
   // rather than ignored.
   if (fixed.overlapGradReduce || fixed.gradReduceDtype)
@@ -551,6 +550,9 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
       (!fixed.microbatch || *fixed.microbatch == modelBatch))
     microbatchSizes.push_back(modelBatch);
 
+  // Experts per mixture-of-experts layer (-1: the model has none; 0: not
+  // known yet).
+  int64_t experts = 0;
   std::vector<Candidate> candidates;
   /// Why candidates (or, without an example, whole batch sizes) could not
   /// be compiled: how many, and the first's flags.
@@ -598,16 +600,50 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
            quiet.take());
       continue;
     }
+    // The experts of the model's mixture-of-experts layers (the leading
+    // dimension their stacked weights share), from one compilation: expert
+    // parallelism splits them.
+    if (!experts) {
+      CompilerOptions one = shaped;
+      OwningOpRef<ModuleOp> probe = buildModule(
+          OwningOpRef<ModuleOp>(imported->clone()), one, EmitPhase::Loom);
+      experts = -1;
+      if (auto step = probe ? probe->lookupSymbol<func::FuncOp>("train_step")
+                            : func::FuncOp())
+        for (unsigned i = 0; i < step.getNumArguments(); ++i)
+          if (step.getArgAttr(i, kMoeExpertParamAttr))
+            if (auto type = dyn_cast<RankedTensorType>(
+                    step.getArgument(i).getType());
+                type && type.getRank() > 0)
+              experts = experts < 0 ? type.getDimSize(0)
+                                    : std::gcd(experts, type.getDimSize(0));
+      (void)quiet.take();
+      if (fixed.ep && *fixed.ep > 1 && experts < 0) {
+        quietHandler.reset();
+        return emitError(loc) << "--plan-fix: ep=" << *fixed.ep
+                              << " splits the experts of mixture-of-experts "
+                                 "layers, and the model has none";
+      }
+    }
     int64_t runs = globalBatch / b;
-    for (auto [dp, tp, pp] : meshes(devices)) {
+    // Each mesh's data-parallel ranks, or some of them, may form an
+    // expert-parallel axis instead (it splits the batch too).
+    std::vector<std::array<int64_t, 4>> layouts;
+    for (auto [dpAll, tp, pp] : meshes(devices))
+      for (int64_t ep = 1; ep <= dpAll; ++ep)
+        if (dpAll % ep == 0 &&
+            (ep == 1 || (experts > 0 && experts % ep == 0 && pp == 1)))
+          layouts.push_back({dpAll / ep, tp, pp, ep});
+    for (auto [dp, tp, pp, ep] : layouts) {
       if ((fixed.dp && *fixed.dp != dp) || (fixed.tp && *fixed.tp != tp) ||
-          (fixed.pp && *fixed.pp != pp))
+          (fixed.pp && *fixed.pp != pp) || (fixed.ep && *fixed.ep != ep))
         continue;
       if (tp > cluster.devicesPerNode)
         continue;
-      if (b % dp) {
-        note("batches of " + std::to_string(b) + " do not divide over dp=" +
-             std::to_string(dp));
+      if (b % (dp * ep)) {
+        note("batches of " + std::to_string(b) + " do not divide over " +
+             (ep > 1 ? "dp x ep=" + std::to_string(dp * ep)
+                     : "dp=" + std::to_string(dp)));
         continue;
       }
       std::vector<int64_t> zeros;
@@ -640,7 +676,7 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
                 Candidate cand;
                 cand.shapeFlags = shapeFlags;
                 plan::Plan &p = cand.plan;
-                p.dp = dp, p.tp = tp, p.pp = pp, p.zero = zero;
+                p.dp = dp, p.tp = tp, p.pp = pp, p.ep = ep, p.zero = zero;
                 p.microbatch = b, p.microbatches = pp > 1 ? runs : 1;
                 p.schedule = pp > 1 ? schedule : "1f1b";
                 p.virtualStages = virtualStages;
@@ -772,6 +808,7 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
           {"dp", p.dp},
           {"tp", p.tp},
           {"pp", p.pp},
+          {"ep", p.ep},
           {"zero", p.zero},
           {"microbatch", p.microbatch},
           {"microbatches", p.microbatches},
