@@ -647,21 +647,33 @@ struct Bytes {
       n *= (size_t)s;
     return n;
   }
-  /// Copies between the view and a dense row-major buffer.
+  /// Copies between the view and a dense row-major buffer, by runs: the
+  /// innermost dimensions the view lays out densely are one memcpy (the
+  /// whole tensor, for a dense view).
   void copy(std::vector<char> &dense, bool intoDense) const {
-    size_t n = count(), rank = sizes.size();
+    size_t n = count();
     dense.resize(n * element);
-    std::vector<int64_t> index(rank, 0);
-    for (size_t i = 0; i < n; ++i) {
+    if (n == 0)
+      return;
+    size_t outerRank = sizes.size(), run = 1;
+    while (outerRank > 0 && (sizes[outerRank - 1] == 1 ||
+                             strides[outerRank - 1] == (int64_t)run)) {
+      run *= (size_t)sizes[outerRank - 1];
+      --outerRank;
+    }
+    size_t runBytes = run * element;
+    std::vector<int64_t> index(outerRank, 0);
+    for (size_t i = 0; i < n / run; ++i) {
       int64_t offset = 0;
-      for (size_t d = 0; d < rank; ++d)
+      for (size_t d = 0; d < outerRank; ++d)
         offset += index[d] * strides[d];
       char *at = data + offset * (int64_t)element;
+      char *packed = dense.data() + i * runBytes;
       if (intoDense)
-        std::memcpy(dense.data() + i * element, at, element);
+        std::memcpy(packed, at, runBytes);
       else
-        std::memcpy(at, dense.data() + i * element, element);
-      for (size_t d = rank; d-- > 0;) {
+        std::memcpy(at, packed, runBytes);
+      for (size_t d = outerRank; d-- > 0;) {
         if (++index[d] < sizes[d])
           break;
         index[d] = 0;
