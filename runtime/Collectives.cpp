@@ -17,6 +17,7 @@
 
 #include "Collectives.h"
 #include "LowPrecision.h"
+#include "StridedBytes.h"
 #include "Trace.h"
 
 #include "loom/runtime.h"
@@ -629,58 +630,14 @@ template <typename T> void wait(Unranked *buffer) {
 
 namespace {
 
-/// A strided memref of `elementBytes`-byte elements as raw bytes.
-struct Bytes {
-  char *data;
-  size_t element;
-  std::vector<int64_t> sizes, strides;
-
-  Bytes(const Unranked &u, int64_t elementBytes) : element(elementBytes) {
-    auto *words = static_cast<int64_t *>(u.descriptor);
-    data = reinterpret_cast<char *>(words[1]) + words[2] * elementBytes;
-    sizes.assign(words + 3, words + 3 + u.rank);
-    strides.assign(words + 3 + u.rank, words + 3 + 2 * u.rank);
-  }
-  size_t count() const {
-    size_t n = 1;
-    for (int64_t s : sizes)
-      n *= (size_t)s;
-    return n;
-  }
-  /// Copies between the view and a dense row-major buffer, by runs: the
-  /// innermost dimensions the view lays out densely are one memcpy (the
-  /// whole tensor, for a dense view).
-  void copy(std::vector<char> &dense, bool intoDense) const {
-    size_t n = count();
-    dense.resize(n * element);
-    if (n == 0)
-      return;
-    size_t outerRank = sizes.size(), run = 1;
-    while (outerRank > 0 && (sizes[outerRank - 1] == 1 ||
-                             strides[outerRank - 1] == (int64_t)run)) {
-      run *= (size_t)sizes[outerRank - 1];
-      --outerRank;
-    }
-    size_t runBytes = run * element;
-    std::vector<int64_t> index(outerRank, 0);
-    for (size_t i = 0; i < n / run; ++i) {
-      int64_t offset = 0;
-      for (size_t d = 0; d < outerRank; ++d)
-        offset += index[d] * strides[d];
-      char *at = data + offset * (int64_t)element;
-      char *packed = dense.data() + i * runBytes;
-      if (intoDense)
-        std::memcpy(packed, at, runBytes);
-      else
-        std::memcpy(at, packed, runBytes);
-      for (size_t d = outerRank; d-- > 0;) {
-        if (++index[d] < sizes[d])
-          break;
-        index[d] = 0;
-      }
-    }
-  }
-};
+/// The memref `u` of `elementBytes`-byte elements as raw bytes.
+loom::rt::StridedBytes bytesOf(const Unranked &u, int64_t elementBytes) {
+  auto *words = static_cast<int64_t *>(u.descriptor);
+  return {reinterpret_cast<char *>(words[1]) + words[2] * elementBytes,
+          (size_t)elementBytes,
+          std::vector<int64_t>(words + 3, words + 3 + u.rank),
+          std::vector<int64_t>(words + 3 + u.rank, words + 3 + 2 * u.rank)};
+}
 
 /// Messages sent to and received from each rank so far: both sides of a
 /// pair count the same sequence. Touched only on the collective thread.
@@ -734,8 +691,10 @@ static void sendTo(Unranked *in, int64_t elementBytes, int64_t group,
   int peer = peerAlong(c, group, offset, "send");
   if (peer < 0)
     return;
+  // Copied now: the compiled code may reuse the buffer before the
+  // collective thread sends it.
   auto dense = std::make_shared<std::vector<char>>();
-  Bytes(*in, elementBytes).copy(*dense, /*intoDense=*/true);
+  bytesOf(*in, elementBytes).copy(*dense, /*intoPacked=*/true);
   CollectiveQueue &queue = CollectiveQueue::get();
   sendTickets.push_back(queue.submit([=]() -> std::string {
     try {
@@ -756,17 +715,23 @@ static void receiveFrom(Unranked *out, int64_t elementBytes, int64_t group,
   int peer = peerAlong(c, group, offset, "receive");
   if (peer < 0)
     return;
-  Bytes view(*out, elementBytes);
-  std::vector<char> dense(view.count() * elementBytes);
+  rt::StridedBytes view = bytesOf(*out, elementBytes);
+  // A dense buffer (the fresh one loom.recv bufferizes into) takes the
+  // message itself; another goes through a packed copy.
+  bool dense = view.dense();
+  std::vector<char> packed(dense ? 0 : view.count() * elementBytes);
+  char *into = dense ? view.data : packed.data();
   int64_t started = rt::trace::enabled() ? rt::trace::now() : 0;
   if (!guarded([&] {
-        c->recv(dense.data(), dense.size(), peer, receivedFrom[peer]++);
+        c->recv(into, view.count() * elementBytes, peer,
+                receivedFrom[peer]++);
       }))
     return;
   if (started)
     rt::trace::record("receive from rank " + std::to_string(peer), "wait",
                       started, rt::trace::now());
-  view.copy(dense, /*intoDense=*/false);
+  if (!dense)
+    view.copy(packed, /*intoPacked=*/false);
 }
 
 // Send and receive by element type (the bundle's declarations carry it;

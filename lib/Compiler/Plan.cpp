@@ -604,9 +604,8 @@ LogicalResult mlir::loom::planAndCompile(MLIRContext &context,
     // dimension their stacked weights share), from one compilation: expert
     // parallelism splits them.
     if (!experts) {
-      CompilerOptions one = shaped;
       OwningOpRef<ModuleOp> probe = buildModule(
-          OwningOpRef<ModuleOp>(imported->clone()), one, EmitPhase::Loom);
+          OwningOpRef<ModuleOp>(imported->clone()), shaped, EmitPhase::Loom);
       experts = -1;
       if (auto step = probe ? probe->lookupSymbol<func::FuncOp>("train_step")
                             : func::FuncOp())

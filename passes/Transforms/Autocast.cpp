@@ -406,8 +406,6 @@ struct WidenLowPrecision : RewritePattern {
     if (!product && !isa<AddOp, ReduceSumOp, ReshapeOp, TransposeOp, SliceOp>(
                         op))
       return failure();
-    if (op->getNumResults() != 1 || op->getNumRegions() != 0)
-      return failure();
     Value result = op->getResult(0);
     FloatType low = floatElement(result);
     if (!low || low.getWidth() != 16 || result.use_empty())

@@ -74,3 +74,35 @@ func.func @axes_out_of_order(%x: tensor<4xf32>) -> tensor<4xf32> {
   %0 = loom.all_reduce sum %x on @mesh ["tp", "dp"] : tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Point-to-point messages call the runtime's send and receive for their
+// element type (the declarations carry it), with the element's bytes, the
+// group and the offset: a stage that sends bf16 activations and an f32 loss
+// declares both.
+// CHECK-DAG: func.func private @loom_rt_send_bf16(memref<*xbf16>, i64, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @loom_rt_send_f32(memref<*xf32>, i64, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-DAG: func.func private @loom_rt_recv_i64(memref<*xi64>, i64, i64, i64) attributes {llvm.emit_c_interface}
+// CHECK-LABEL: func @messages
+// CHECK: call @loom_rt_send_bf16(%{{.*}}, %c2{{.*}}, %c4294967298{{.*}}, %c1{{.*}})
+// CHECK: call @loom_rt_send_f32(%{{.*}}, %c4{{.*}}, %c4294967298{{.*}}, %c1{{.*}})
+// CHECK: memref.alloc() {{.*}}: memref<3xi64>
+// CHECK: call @loom_rt_recv_i64(%{{.*}}, %c8{{.*}}, %c4294967298{{.*}}, %c-1{{.*}})
+loom.mesh @mesh = <pp = 2>
+func.func @messages(%a: tensor<2x4xbf16>, %loss: tensor<f32>) -> tensor<3xi64> {
+  loom.send %a on @mesh ["pp"] offset 1 : tensor<2x4xbf16>
+  loom.send %loss on @mesh ["pp"] offset 1 : tensor<f32>
+  %0 = loom.recv on @mesh ["pp"] offset -1 : tensor<3xi64>
+  return %0 : tensor<3xi64>
+}
+
+// -----
+
+loom.mesh @mesh = <pp = 2>
+func.func @unsupported_message(%x: tensor<4xi16>) {
+  // expected-error @+2 {{'loom.send' op of 'i16' is not supported}}
+  // expected-error @+1 {{failed to bufferize op}}
+  loom.send %x on @mesh ["pp"] offset 1 : tensor<4xi16>
+  return
+}
