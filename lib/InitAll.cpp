@@ -17,11 +17,15 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 
 void mlir::loom::registerAllDialects(DialectRegistry &registry) {
   registry.insert<LoomDialect>();
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);
+  // LLVM IR translations: the CUDA pipeline's gpu-module-to-binary
+  // translates kernels (NVVM) to LLVM IR before compiling them to PTX.
+  mlir::registerAllToLLVMIRTranslations(registry);
   registerCollectiveBufferizationModels(registry);
 }
 

@@ -33,6 +33,8 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -54,11 +56,16 @@ void loom::buildLoomToLinalgPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createLoomReassociateReductionsPass());
 }
 
-void loom::buildLoomLinalgToLLVMPipeline(
-    OpPassManager &pm, const LoomCpuPipelineOptions &options) {
-  // Maxima and minima in vector lanes (softmax's row maxima), from -O2.
-  if (options.optLevel > 1)
-    pm.addNestedPass<func::FuncOp>(createLoomSplitLaneReductionsPass());
+/// The bufferization both targets share: one-shot bufferization with the
+/// results as caller-allocated arguments, temporaries freed at their last
+/// use, products handed to the runtime's kernels named `kernelPrefix`...,
+/// the peak of the temporaries, and copies as linalg ops.
+static void addLoopsToLLVMPasses(OpPassManager &pm,
+                                 const loom::LoomCpuPipelineOptions &options);
+static void addHostToLLVMPasses(OpPassManager &pm, bool launches);
+
+static void addBufferizePasses(OpPassManager &pm, StringRef kernelPrefix) {
+  using namespace loom;
   // One fill per op that accumulates into it, not a shared fill and copies.
   pm.addNestedPass<func::FuncOp>(createLoomDuplicateFillsPass());
   // A tensor of its own for every result (each becomes an out-parameter).
@@ -79,10 +86,20 @@ void loom::buildLoomLinalgToLLVMPipeline(
   bufferization::buildBufferDeallocationPipeline(pm);
   // Free temporaries at their last use, not at the end of the step.
   pm.addNestedPass<func::FuncOp>(createLoomDeallocAtLastUsePass());
-  pm.addPass(createLoomMatmulToKernelPass());
+  LoomMatmulToKernelPassOptions kernels;
+  kernels.kernelPrefix = kernelPrefix.str();
+  pm.addPass(createLoomMatmulToKernelPass(kernels));
   // What the temporaries of each entry point will hold at most.
   pm.addPass(createLoomBufferPeakPass());
   pm.addNestedPass<func::FuncOp>(createLoomMemrefCopyToLinalgPass());
+}
+
+void loom::buildLoomLinalgToLLVMPipeline(
+    OpPassManager &pm, const LoomCpuPipelineOptions &options) {
+  // Maxima and minima in vector lanes (softmax's row maxima), from -O2.
+  if (options.optLevel > 1)
+    pm.addNestedPass<func::FuncOp>(createLoomSplitLaneReductionsPass());
+  addBufferizePasses(pm, "loom_kernel_");
   // From -O2, parallel dimensions become scf.parallel, and large nests run
   // on the runtime's threads.
   if (options.optLevel > 1) {
@@ -96,6 +113,13 @@ void loom::buildLoomLinalgToLLVMPipeline(
   pm.addPass(createLowerAffinePass());
   if (options.optLevel > 1)
     pm.addPass(createLoomOutlineParallelLoopsPass());
+  addLoopsToLLVMPasses(pm, options);
+}
+
+/// Bufferized loops -> the LLVM dialect for CPUs.
+static void addLoopsToLLVMPasses(OpPassManager &pm,
+                                 const loom::LoomCpuPipelineOptions &options) {
+  using namespace loom;
   pm.addPass(createSCFToControlFlowPass());
   // bf16 and f16 arithmetic and math in f32, rounded back: CPUs compute
   // neither natively (loom-autocast's types; products go to the runtime's
@@ -114,6 +138,12 @@ void loom::buildLoomLinalgToLLVMPipeline(
   // rather than a libm call.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  addHostToLLVMPasses(pm, /*launches=*/false);
+}
+
+/// The host code's last steps to the LLVM dialect, on both targets, with
+/// `launches` the CUDA target's launches and device allocations.
+static void addHostToLLVMPasses(OpPassManager &pm, bool launches) {
   // bf16 conversions as integer arithmetic (no __truncsfbf2 in libgcc 12).
   arith::ArithExpandOpsPassOptions expand;
   expand.includeBf16 = true;
@@ -123,8 +153,110 @@ void loom::buildLoomLinalgToLLVMPipeline(
   FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
   memrefToLLVM.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  if (launches) {
+    // Kernels take their buffers as bare pointers (see the NVVM side).
+    GpuToLLVMConversionPassOptions gpu;
+    gpu.kernelBarePtrCallConv = true;
+    pm.addPass(createGpuToLLVMConversionPass(gpu));
+  }
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+SmallVector<std::string> loom::LoomCudaPipelineOptions::archs() const {
+  if (gpuArchs.empty())
+    return {"sm_80", "sm_90"};
+  return SmallVector<std::string>(gpuArchs.begin(), gpuArchs.end());
+}
+
+/// Bufferization with products and convolutions as calls of the kernels
+/// named `kernelPrefix`..., and every loop nest placed in a gpu.launch: what
+/// the CUDA pipeline and its CPU emulation share.
+static void addGpuPlacementPasses(OpPassManager &pm,
+                                  const loom::LoomCudaPipelineOptions &options,
+                                  StringRef kernelPrefix) {
+  using namespace loom;
+  addBufferizePasses(pm, kernelPrefix);
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  // Integer powers as functions of the module, which outlining copies into
+  // the kernels' module (NVVM has no instruction for them).
+  pm.addPass(createConvertMathToFuncs());
+  LoomMapToGpuPassOptions map;
+  map.blockSize = options.blockSize;
+  pm.addPass(createLoomMapToGpuPass(map));
+}
+
+void loom::buildLoomLinalgToGpuPipeline(
+    OpPassManager &pm, const LoomCudaPipelineOptions &options) {
+  // Products and convolutions go to the CUDA engine's kernels (cuBLAS).
+  addGpuPlacementPasses(pm, options, "loom_cuda_");
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLoomMergeGpuModulesPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  // Allocations, launches and frees are queued on streams; the host waits
+  // for them before anything else with side effects (runtime calls).
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+}
+
+void loom::buildLoomGpuToLLVMPipeline(OpPassManager &pm,
+                                      const LoomCudaPipelineOptions &options) {
+  pm.addPass(createSCFToControlFlowPass());
+  // libdevice has no bf16 or f16 functions: their math runs in f32.
+  pm.addPass(math::createMathExtendToSupportedTypes());
+  for (const std::string &arch : options.archs()) {
+    GpuNVVMAttachTargetOptions target;
+    target.chip = arch;
+    target.features = options.ptxFeatures;
+    target.optLevel = 3;
+    pm.addPass(createGpuNVVMAttachTarget(target));
+  }
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  // Buffers (all of static shape) reach kernels as bare pointers: 8 bytes
+  // of kernel parameters each instead of a descriptor's 24 + 16 * rank
+  // (a fused chain can read dozens; PTX allows 4 KiB).
+  nvvm.useBarePtrCallConv = true;
+  kernels.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+  // The host: views, allocations on the device and launches.
+  pm.addPass(createConvertMathToLLVMPass());
+  addHostToLLVMPasses(pm, /*launches=*/true);
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
+void loom::buildLoomGpuEmulationPipeline(
+    OpPassManager &pm, const LoomCudaPipelineOptions &options) {
+  LoomCpuPipelineOptions cpu;
+  cpu.optLevel = options.optLevel;
+  buildLoomToLinalgPipeline(pm, cpu);
+  buildLoomLinalgToGpuEmulationPipeline(pm, options);
+}
+
+void loom::buildLoomLinalgToGpuEmulationPipeline(
+    OpPassManager &pm, const LoomCudaPipelineOptions &options) {
+  LoomCpuPipelineOptions cpu;
+  cpu.optLevel = options.optLevel;
+  // The CUDA pipeline's placement with the CPU's kernels (same arguments).
+  addGpuPlacementPasses(pm, options, "loom_kernel_");
+  pm.addPass(createLoomEmulateGpuLaunchesPass());
+  addLoopsToLLVMPasses(pm, cpu);
+}
+
+void loom::buildLoomCudaPipeline(OpPassManager &pm,
+                                 const LoomCudaPipelineOptions &options) {
+  LoomCpuPipelineOptions linalg;
+  linalg.optLevel = options.optLevel;
+  buildLoomToLinalgPipeline(pm, linalg);
+  buildLoomLinalgToGpuPipeline(pm, options);
+  buildLoomGpuToLLVMPipeline(pm, options);
 }
 
 void loom::buildLoomCpuPipeline(OpPassManager &pm,
@@ -147,4 +279,24 @@ void loom::registerLoomPipelines() {
       "lowers the loom dialect to the LLVM dialect for CPUs "
       "(loomc --emit=llvm)",
       buildLoomCpuPipeline);
+  PassPipelineRegistration<LoomCudaPipelineOptions>(
+      "loom-linalg-to-gpu-pipeline",
+      "bufferizes linalg on tensors and places its loops in kernels, one "
+      "gpu.module of them (loomc --target=cuda --emit=gpu)",
+      buildLoomLinalgToGpuPipeline);
+  PassPipelineRegistration<LoomCudaPipelineOptions>(
+      "loom-gpu-to-llvm-pipeline",
+      "lowers kernels to NVVM and binaries, and the host code to the LLVM "
+      "dialect",
+      buildLoomGpuToLLVMPipeline);
+  PassPipelineRegistration<LoomCudaPipelineOptions>(
+      "loom-gpu-emulation-pipeline",
+      "the CUDA pipeline's placement of loops in launches, run on the CPU: "
+      "launches become loops over their blocks and threads (tests)",
+      buildLoomGpuEmulationPipeline);
+  PassPipelineRegistration<LoomCudaPipelineOptions>(
+      "loom-cuda-pipeline",
+      "lowers the loom dialect to the LLVM dialect and kernel binaries for "
+      "CUDA (loomc --target=cuda --emit=llvm)",
+      buildLoomCudaPipeline);
 }

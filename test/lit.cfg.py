@@ -29,6 +29,14 @@ llvm_config.add_tool_substitutions(["loom-opt", "loomc", "loom-run",
                                    [config.loom_tools_dir])
 llvm_config.add_tool_substitutions(["mlir-runner"], [config.llvm_tools_dir])
 
+# The CUDA toolkit (ptxas, fatbinary, libdevice), where CMake found it:
+# tests that assemble kernels REQUIRE ptxas; loomc finds the toolkit
+# through CUDA_HOME.
+if config.cuda_home:
+    config.available_features.add("ptxas")
+    config.environment["CUDA_HOME"] = config.cuda_home
+    config.substitutions.append(("%ptxas", os.path.join(config.cuda_home, "bin", "ptxas")))
+
 # TensorBoard's own event reader, for the --tensorboard test: a Python that
 # can import it (scripts/install-deps.sh installs it with pip when it can).
 import shutil

@@ -13,6 +13,8 @@
 #include "passes/Transforms/Remat.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -199,7 +201,8 @@ static void printCompiledMemory(const CompiledMemory &memory) {
 }
 
 LogicalResult mlir::loom::runPipeline(ModuleOp module, EmitPhase phase,
-                                      unsigned optLevel, bool simplify) {
+                                      unsigned optLevel, bool simplify,
+                                      const CompilerOptions *options) {
   PassManager pm(module->getName());
   if (failed(applyPassManagerCLOptions(pm)))
     return failure();
@@ -211,8 +214,24 @@ LogicalResult mlir::loom::runPipeline(ModuleOp module, EmitPhase phase,
   cpu.optLevel = optLevel;
   if (phase >= EmitPhase::Linalg)
     buildLoomToLinalgPipeline(pm, cpu);
-  if (phase >= EmitPhase::LLVM)
+  if (options && options->target == "cuda") {
+    LoomCudaPipelineOptions cuda;
+    cuda.optLevel = optLevel;
+    cuda.gpuArchs = options->gpuArchs;
+    // --emit=ptx keeps the kernels' PTX text; binaries need ptxas.
+    cuda.format = phase == EmitPhase::Ptx ? "isa" : "fatbin";
+    if (phase >= EmitPhase::Gpu)
+      buildLoomLinalgToGpuPipeline(pm, cuda);
+    if (phase >= EmitPhase::Ptx)
+      buildLoomGpuToLLVMPipeline(pm, cuda);
+  } else if (options && options->target == "cuda-emulated") {
+    LoomCudaPipelineOptions cuda;
+    cuda.optLevel = optLevel;
+    if (phase >= EmitPhase::LLVM)
+      buildLoomLinalgToGpuEmulationPipeline(pm, cuda);
+  } else if (phase >= EmitPhase::LLVM) {
     buildLoomLinalgToLLVMPipeline(pm, cpu);
+  }
   return pm.run(module);
 }
 
@@ -317,7 +336,7 @@ static LogicalResult partitionAndLower(ModuleOp module,
   // The loom-level simplification already ran when signatures were read.
   if (failed(runPipeline(module, std::min(phase, EmitPhase::LLVM),
                          options.optLevel,
-                         /*simplify=*/phase < EmitPhase::Obj)))
+                         /*simplify=*/phase < EmitPhase::Obj, &options)))
     return failure();
   return success();
 }
@@ -642,6 +661,16 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
       StringRef(options.outputPath).ends_with(".loom") ? EmitPhase::Bundle
                                                        : EmitPhase::Loom);
   Location cmdLoc = UnknownLoc::get(&context);
+  if (options.target != "cuda" &&
+      (phase == EmitPhase::Gpu || phase == EmitPhase::Ptx))
+    return emitError(cmdLoc)
+           << (phase == EmitPhase::Gpu ? "--emit=gpu" : "--emit=ptx")
+           << " needs --target=cuda";
+  if (options.target == "cuda" && phase >= EmitPhase::Obj)
+    return emitError(cmdLoc)
+           << "--target=cuda compiles up to --emit=llvm (host code and "
+              "kernel binaries); objects and bundles need libloomrt's CUDA "
+              "engine, which does not exist yet";
   if (phase >= EmitPhase::Obj && options.outputPath == "-")
     return emitError(cmdLoc)
            << (phase == EmitPhase::Bundle ? "--emit=bundle" : "--emit=obj")
@@ -673,6 +702,19 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     if (failed(emitObjectFile(*module, entries, options.optLevel,
                               output->os())))
       return failure();
+  } else if (phase == EmitPhase::Ptx) {
+    // One PTX text per architecture, each a module ptxas accepts alone.
+    module->walk([&](gpu::BinaryOp binary) {
+      for (Attribute attr : binary.getObjects()) {
+        auto object = cast<gpu::ObjectAttr>(attr);
+        std::string chip = "?";
+        if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(object.getTarget()))
+          chip = nvvm.getChip().str();
+        output->os() << "// loomc --emit=ptx: " << binary.getName() << ", "
+                     << chip << "\n"
+                     << object.getObject().getValue() << "\n";
+      }
+    });
   } else {
     module->print(output->os());
     output->os() << "\n";

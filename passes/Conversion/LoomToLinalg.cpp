@@ -2286,6 +2286,8 @@ static Operation *zeroingOf(Operation *contraction, Value c) {
 
 struct LoomMatmulToKernelPass
     : mlir::loom::impl::LoomMatmulToKernelPassBase<LoomMatmulToKernelPass> {
+  using Base::Base;
+
   /// Flag 4 for a product whose result was just zeroed, with the zeroing op
   /// removed (and, once nothing copies from it, the buffer of zeros).
   int64_t overwriteFlag(Operation *contraction, Value c) {
@@ -2322,7 +2324,8 @@ struct LoomMatmulToKernelPass
       if (suffix.empty())
         return;
       int64_t overwrite = overwriteFlag(matmul, matmul.getOutputs()[0]);
-      calls.replace(matmul, ("loom_kernel_matmul_" + suffix).str(),
+      calls.replace(matmul,
+                    (Twine(kernelPrefix.getValue()) + "matmul_" + suffix).str(),
                     {flags(transposeA, transposeB) | overwrite});
     });
 
@@ -2344,8 +2347,10 @@ struct LoomMatmulToKernelPass
       if (suffix.empty())
         return;
       int64_t overwrite = overwriteFlag(matmul, matmul.getOutputs()[0]);
-      calls.replace(matmul, ("loom_kernel_batch_matmul_" + suffix).str(),
-                    {flags(transposeA, transposeB) | overwrite});
+      calls.replace(
+          matmul,
+          (Twine(kernelPrefix.getValue()) + "batch_matmul_" + suffix).str(),
+          {flags(transposeA, transposeB) | overwrite});
     });
 
     // Grouped 2-D convolutions: im2col + GEMM in the runtime, with the
@@ -2358,7 +2363,9 @@ struct LoomMatmulToKernelPass
       for (DenseIntElementsAttr attr : {conv.getStrides(), conv.getDilations()})
         for (APInt v : attr.getValues<APInt>())
           extra.push_back(v.getSExtValue());
-      calls.replace(conv, ("loom_kernel_conv2d_" + suffix).str(), extra);
+      calls.replace(conv,
+                    (Twine(kernelPrefix.getValue()) + "conv2d_" + suffix).str(),
+                    extra);
     });
 
     // Buffers of zeros that no product copies from any more.

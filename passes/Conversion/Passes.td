@@ -165,7 +165,16 @@ def LoomMatmulToKernelPass
     the padding already applied) becomes `loom_kernel_conv2d_f32(input,
     filter, output, stride_h, stride_w, dilation_h, dilation_w)`: im2col and
     one OpenBLAS GEMM per image and group, accumulating into `output`.
+
+    With `kernel-prefix=loom_cuda_` (the CUDA pipeline) the same calls name
+    the CUDA engine's kernels (`loom_cuda_matmul_f32`, ...), which take
+    device buffers.
   }];
+  let options = [
+    Option<"kernelPrefix", "kernel-prefix", "std::string",
+           /*default=*/"\"loom_kernel_\"",
+           "prefix of the runtime kernels' names">
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",
                            "::mlir::arith::ArithDialect"];
@@ -322,6 +331,75 @@ def LoomOutlineParallelLoopsPass
                            "::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::scf::SCFDialect"];
+}
+
+def LoomMapToGpuPass : Pass<"loom-map-to-gpu", "::mlir::ModuleOp"> {
+  let summary = "puts every bufferized loop nest and memory access of the entry points in a gpu.launch";
+  let description = [{
+    The CUDA pipeline's placement step, on bufferized `scf`, `memref` and
+    `arith` (after `convert-linalg-to-parallel-loops`). In every function:
+
+    * each outermost `scf.parallel` without results becomes a `gpu.launch`
+      over its iterations linearized: `block-size` threads per block,
+      enough blocks for all of them, each thread recovering its indices
+      from `blockIdx.x * block-size + threadIdx.x` (consecutive threads take
+      consecutive innermost indices, so accesses coalesce);
+    * the other ops that read or write memory, or compute on what was read
+      (reduction `scf.for` nests, scalar loads and stores, the arithmetic
+      between them), are grouped into runs of consecutive ops and each run
+      becomes a `gpu.launch` of one thread;
+    * a loop or branch that holds calls or parallel loops stays on the host
+      and its body is placed in the same way;
+    * calls (the runtime's kernels and collectives), allocations, views and
+      index arithmetic stay on the host; `memref.alloc`/`memref.dealloc`
+      become `gpu.alloc`/`gpu.dealloc`, so that every buffer lives on the
+      device; a `memref.get_global` that a call reads is copied to a device
+      buffer first;
+    * constants, globals and views a launch reads are sunk into it, so that
+      `gpu-kernel-outlining` copies globals into the kernel module.
+
+    A value computed on the device that the host needs (a loop bound, an
+    allocation size) is an error naming the op.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "threads per block of a parallel loop's launch">
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def LoomMergeGpuModulesPass
+    : Pass<"loom-merge-gpu-modules", "::mlir::ModuleOp"> {
+  let summary = "moves every outlined kernel into one gpu.module, @loom_kernels";
+  let description = [{
+    `gpu-kernel-outlining` gives each kernel a module of its own; the CUDA
+    target wants one: one PTX text and one binary per architecture, which
+    the runtime loads once. Kernels are renamed after their old modules
+    (unique), symbols they share (globals copied by outlining) are kept
+    once, and every `gpu.launch_func` is pointed at the new name.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def LoomEmulateGpuLaunchesPass
+    : Pass<"loom-emulate-gpu-launches", "::mlir::ModuleOp"> {
+  let summary = "runs loom-map-to-gpu's launches as loops on the CPU (for tests)";
+  let description = [{
+    A check of the CUDA target's placement on a machine without a GPU: each
+    `gpu.launch` (before outlining) becomes loops over its blocks and
+    threads, in order, with the ids and sizes its body reads;
+    `gpu.alloc`/`gpu.dealloc`/`gpu.memcpy` become `memref.alloc`,
+    `memref.dealloc` and `memref.copy`. Kernels do not communicate, so the
+    loops compute what the launches would; the rest of the CPU pipeline
+    (`loom-gpu-emulation-pipeline`) then runs the result, and the numbers
+    are compared with the CPU lowering's.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 #endif // LOOM_CONVERSION_PASSES

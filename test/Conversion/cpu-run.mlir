@@ -1,6 +1,8 @@
 // RUN: loom-opt %s --loom-cpu-pipeline | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs,%loomrt | FileCheck %s
+// RUN: loom-opt %s --loom-gpu-emulation-pipeline | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs,%loomrt | FileCheck %s
 
-// Numerics of the CPU lowering, run with MLIR's JIT (with libloomrt, whose GEMM
+// Numerics of the CPU lowering, and of the CUDA target's placement emulated on
+// the CPU (loom-gpu-emulation-pipeline), run with MLIR's JIT (with libloomrt, whose GEMM
 // kernel the f32 matmuls call). Every expected value is
 // worked out by hand in the comment above its check (printMemrefF32 prints
 // six significant digits). Results are copied into fresh buffers before the

@@ -13,7 +13,12 @@
 // per line, `#` comments), or when a listed test passes (so the list stays
 // true).
 //
-// Usage: onnx-node-conformance [DATA_DIR] [--xfail FILE] [--verbose]
+// With --cuda, every test that passes on the CPU is also compiled for the
+// CUDA target (kernels for sm_80 and sm_90, assembled by ptxas into
+// fatbins; host code in the LLVM dialect); a failure to compile is a
+// failure of the test. Nothing runs on a GPU here.
+//
+// Usage: onnx-node-conformance [DATA_DIR] [--xfail FILE] [--cuda] [--verbose]
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,9 +91,28 @@ bool readProto(const std::string &path, onnx::TensorProto &tensor) {
   return in && tensor.ParseFromIstream(&in);
 }
 
+/// Compiles `options.inputPath` for the CUDA target, to the LLVM dialect
+/// with the kernels' fatbins, into `workDir`; returns the first error.
+std::string compileForCuda(mlir::MLIRContext &ctx,
+                           mlir::loom::CompilerOptions options,
+                           const std::string &workDir) {
+  options.target = "cuda";
+  options.emit = mlir::loom::EmitPhase::LLVM;
+  options.outputPath = workDir + "/model.cuda.mlir";
+  std::string message = "failed without a message";
+  mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &d) {
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error &&
+        message == "failed without a message")
+      message = d.str();
+    return mlir::success();
+  });
+  return mlir::succeeded(mlir::loom::compile(ctx, options)) ? std::string()
+                                                            : message;
+}
+
 /// Runs one node test; `workDir` holds its bundle.
 Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
-                const std::string &workDir) {
+                const std::string &workDir, bool cuda) {
   std::string modelPath = dir + "/model.onnx";
   auto buffer = MemoryBuffer::getFile(modelPath);
   if (!buffer)
@@ -223,6 +247,11 @@ Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
                                      std::to_string(b)};
     }
   }
+  if (cuda) {
+    std::string error = compileForCuda(ctx, options, workDir);
+    if (!error.empty())
+      return {Outcome::Failed, "CUDA compile: " + error};
+  }
   return {Outcome::Passed, ""};
 }
 
@@ -231,11 +260,13 @@ Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
 int main(int argc, char **argv) {
   std::string dataDir = "/usr/share/libonnx-testdata/data/node";
   std::string xfailPath;
-  bool verbose = false;
+  bool verbose = false, cuda = false;
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
     if (arg == "--verbose")
       verbose = true;
+    else if (arg == "--cuda")
+      cuda = true;
     else if (arg == "--xfail" && i + 1 < argc)
       xfailPath = argv[++i];
     else
@@ -282,7 +313,7 @@ int main(int argc, char **argv) {
   std::vector<std::string> unexpected, fixed, knownFailures;
   for (const std::string &dir : tests) {
     std::string name = sys::path::filename(dir).str();
-    Outcome outcome = runTest(context, dir, std::string(workDir));
+    Outcome outcome = runTest(context, dir, std::string(workDir), cuda);
     bool xfail = expectedFailures.contains(name);
     switch (outcome.kind) {
     case Outcome::Passed:
@@ -303,7 +334,9 @@ int main(int argc, char **argv) {
   }
   (void)sys::fs::remove_directories(workDir);
 
-  outs() << "ONNX node tests run end to end on the CPU (" << dataDir << ")\n";
+  outs() << "ONNX node tests run end to end on the CPU"
+         << (cuda ? " and compiled for CUDA (sm_80, sm_90)" : "") << " ("
+         << dataDir << ")\n";
   printSkips(outs(), skips, verbose);
   if (!knownFailures.empty()) {
     outs() << "failed, expected (" << knownFailures.size() << ", listed in "

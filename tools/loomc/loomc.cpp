@@ -42,18 +42,37 @@ static cl::opt<mlir::loom::EmitPhase> emitPhase(
                           "the loom dialect, as imported and simplified"),
                clEnumValN(mlir::loom::EmitPhase::Linalg, "linalg",
                           "linalg/tensor/arith/math on tensors"),
+               clEnumValN(mlir::loom::EmitPhase::Gpu, "gpu",
+                          "--target=cuda: host code launching kernels "
+                          "(gpu.launch_func, one gpu.module)"),
+               clEnumValN(mlir::loom::EmitPhase::Ptx, "ptx",
+                          "--target=cuda: the kernels' PTX, one module per "
+                          "--gpu-arch"),
                clEnumValN(mlir::loom::EmitPhase::LLVM, "llvm",
-                          "the LLVM dialect for CPUs"),
+                          "the LLVM dialect (for CUDA: the host's, with the "
+                          "kernels as fatbins)"),
                clEnumValN(mlir::loom::EmitPhase::Obj, "obj",
                           "a native object file for this CPU"),
                clEnumValN(mlir::loom::EmitPhase::Bundle, "bundle",
                           "a bundle directory for loom-run and libloomrt")),
     cl::cat(loomcCategory));
 
-static cl::opt<std::string> target("target",
-                                  cl::desc("Device to compile for (cpu; the "
-                                           "CUDA target comes later)"),
-                                  cl::init("cpu"), cl::cat(loomcCategory));
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("Device to compile for: cpu (default), or cuda (NVIDIA GPUs: "
+             "kernels through NVVM, products through the CUDA engine's "
+             "cuBLAS calls; up to --emit=llvm for now), or cuda-emulated "
+             "(a CPU bundle of what the CUDA target computes: its placement "
+             "of loops in launches, each launch run as loops over its "
+             "blocks and threads; checks the CUDA lowering without a GPU)"),
+    cl::init("cpu"), cl::cat(loomcCategory));
+
+static cl::list<std::string>
+    gpuArchs("gpu-arch",
+             cl::desc("--target=cuda: the GPU architectures to compile "
+                      "kernels for, comma-separated (default: sm_80,sm_90)"),
+             cl::CommaSeparated, cl::value_desc("sm_XY"),
+             cl::cat(loomcCategory));
 
 static cl::opt<std::string> precision(
     "precision",
@@ -560,10 +579,29 @@ int main(int argc, char **argv) {
     return 1;
   }
   options.optLevel = optLevel - '0';
-  if (target != "cpu") {
+  if (target != "cpu" && target != "cuda" && target != "cuda-emulated") {
     WithColor::error(errs(), "loomc")
-        << "target \"" << target << "\" is not supported (supported: cpu)\n";
+        << "target \"" << target
+        << "\" is not supported (supported: cpu, cuda, cuda-emulated)\n";
     return 1;
+  }
+  options.target = target;
+  if (!gpuArchs.empty() && target != "cuda") {
+    WithColor::error(errs(), "loomc") << "--gpu-arch needs --target=cuda\n";
+    return 1;
+  }
+  for (const std::string &arch : gpuArchs) {
+    unsigned version = 0;
+    if (!StringRef(arch).starts_with("sm_") ||
+        StringRef(arch).drop_front(3).getAsInteger(10, version) ||
+        version < 70) {
+      WithColor::error(errs(), "loomc")
+          << "--gpu-arch: \"" << arch
+          << "\" is not a CUDA architecture Loom compiles for (sm_70 and "
+             "up, as sm_80 or sm_90)\n";
+      return 1;
+    }
+    options.gpuArchs.push_back(arch);
   }
   for (const std::string &spec : inputShapes) {
     std::string error = mlir::loom::parseInputShapeOption(spec, options.import);

@@ -26,7 +26,13 @@ enum class EmitPhase {
   Loom,
   /// linalg, tensor, arith and math on tensors (loom-to-linalg-pipeline).
   Linalg,
-  /// The LLVM dialect for CPUs (loom-cpu-pipeline).
+  /// CUDA only: bufferized host code launching kernels of one gpu.module
+  /// (loom-linalg-to-gpu-pipeline).
+  Gpu,
+  /// CUDA only: the kernels' PTX, one text per architecture.
+  Ptx,
+  /// The LLVM dialect for CPUs (loom-cpu-pipeline), or for CUDA the host's
+  /// with the kernels' binaries (loom-cuda-pipeline).
   LLVM,
   /// A native object file for this machine's CPU.
   Obj,
@@ -76,6 +82,10 @@ struct CompilerOptions {
   /// 0 keeps the imported IR as is and lowers op by op; 1 and above
   /// canonicalize, fuse and optimize.
   unsigned optLevel = 2;
+  /// "cpu", or "cuda": kernels for NVIDIA GPUs, launched by the host code.
+  std::string target = "cpu";
+  /// The CUDA target's architectures (empty: sm_80 and sm_90).
+  std::vector<std::string> gpuArchs;
   OnnxImportOptions import;
   /// Set: build `train_step` and `eval_step` from the forward function.
   std::optional<TrainOptions> train;
@@ -187,8 +197,11 @@ OwningOpRef<ModuleOp> loadModel(MLIRContext &context,
 /// Runs the pipeline for `phase` on `module` (with the pass-manager options
 /// given on the command line, such as --mlir-print-ir-after-all). With
 /// `simplify` (and -O1 and up) the loom dialect is canonicalized first.
+/// `options` (when given) chooses the target: past linalg, CUDA's pipeline
+/// when its target is "cuda".
 LogicalResult runPipeline(ModuleOp module, EmitPhase phase, unsigned optLevel,
-                          bool simplify = true);
+                          bool simplify = true,
+                          const CompilerOptions *options = nullptr);
 
 /// Compiles a loaded model (loadModel's result, or a clone of it) to
 /// `phase` as loomc would, without its reports (for the planner, which
