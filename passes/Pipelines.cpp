@@ -64,7 +64,8 @@ static void addLoopsToLLVMPasses(OpPassManager &pm,
                                  const loom::LoomCpuPipelineOptions &options);
 static void addHostToLLVMPasses(OpPassManager &pm, bool launches);
 
-static void addBufferizePasses(OpPassManager &pm, StringRef kernelPrefix) {
+static void addBufferizePasses(OpPassManager &pm, StringRef kernelPrefix,
+                               bool convolutions = true) {
   using namespace loom;
   // One fill per op that accumulates into it, not a shared fill and copies.
   pm.addNestedPass<func::FuncOp>(createLoomDuplicateFillsPass());
@@ -88,6 +89,7 @@ static void addBufferizePasses(OpPassManager &pm, StringRef kernelPrefix) {
   pm.addNestedPass<func::FuncOp>(createLoomDeallocAtLastUsePass());
   LoomMatmulToKernelPassOptions kernels;
   kernels.kernelPrefix = kernelPrefix.str();
+  kernels.convolutions = convolutions;
   pm.addPass(createLoomMatmulToKernelPass(kernels));
   // What the temporaries of each entry point will hold at most.
   pm.addPass(createLoomBufferPeakPass());
@@ -176,7 +178,8 @@ static void addGpuPlacementPasses(OpPassManager &pm,
                                   const loom::LoomCudaPipelineOptions &options,
                                   StringRef kernelPrefix) {
   using namespace loom;
-  addBufferizePasses(pm, kernelPrefix);
+  // The CUDA engine has no convolutions yet: they become kernels of loops.
+  addBufferizePasses(pm, kernelPrefix, /*convolutions=*/false);
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToParallelLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());

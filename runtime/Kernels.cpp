@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "LowPrecision.h"
+#include "MemRefDescriptor.h"
 #include "Parallel.h"
 
 #include "loom/runtime.h"
@@ -37,15 +38,7 @@ using loom::rt::Bf16;
 using loom::rt::F16;
 using loom::rt::toFloat;
 
-/// MLIR's descriptor of a rank-`Rank` memref of `T`.
-template <typename T, int Rank> struct Descriptor {
-  T *allocated;
-  T *aligned;
-  int64_t offset;
-  int64_t sizes[Rank];
-  int64_t strides[Rank];
-  T *data() const { return aligned + offset; }
-};
+using loom::rt::Descriptor;
 template <typename T> using Matrix = Descriptor<T, 2>;
 template <typename T> using Batch = Descriptor<T, 3>;
 template <typename T> using Grouped = Descriptor<T, 5>;

@@ -5,6 +5,16 @@
 // tensor (parameters start from params.bin), and calls the entry point with
 // one memref descriptor per tensor. No exception leaves this file.
 //
+// A bundle for a device (manifest "target": "cuda") runs on a device engine
+// (libloomrt_cuda.so, opened with the bundle: CudaEngine.h): each tensor has
+// a device buffer too, which the descriptors point at. The host buffer is
+// its mirror at the API's boundary: what the caller writes is copied to the
+// device before the next run, and what a run computes is copied back when
+// the caller reads it, so parameters and optimizer state stay on the device
+// from step to step. "cuda-emulated" bundles (loomc --target=cuda-emulated)
+// run the same way on libloomrt_cuda_emulated.so, whose "device" memory is
+// host memory: the CPU's check of this bookkeeping.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Allocator.h"
@@ -23,10 +33,12 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <set>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -73,7 +85,78 @@ struct Tensor {
   /// checkpoints and saved parameters stay whole, but not held here.
   int64_t owner = -1;
   bool remote = false;
+  /// On a device engine: the device buffer, and which copy is behind (the
+  /// device's after the caller wrote the host's, the host's after a run).
+  void *device = nullptr;
+  bool deviceStale = false;
+  mutable bool hostStale = false;
 };
+
+/// A device engine's functions (CudaEngine.h), from the library opened for
+/// the bundle's target.
+struct DeviceEngine {
+  void *(*alloc)(uint64_t) = nullptr;
+  void (*free)(void *) = nullptr;
+  int (*copy)(void *, const void *, size_t) = nullptr;
+  size_t (*takeError)(char *, size_t) = nullptr;
+  void (*memoryStats)(size_t *, size_t *, size_t *) = nullptr;
+
+  /// The engine's first error since the last call ("" if none).
+  std::string error() const {
+    char buffer[1024];
+    return takeError(buffer, sizeof buffer) ? std::string(buffer)
+                                            : std::string();
+  }
+};
+
+/// The engine of `target` ("cuda": libloomrt_cuda.so; "cuda-emulated":
+/// libloomrt_cuda_emulated.so), opened once per process from libloomrt's
+/// own directory with its symbols global (the bundle's code calls them);
+/// null with `error` set when it cannot be opened.
+const DeviceEngine *deviceEngine(const std::string &target,
+                                 std::string &error) {
+  static std::map<std::string, DeviceEngine> engines;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto found = engines.find(target);
+  if (found != engines.end())
+    return &found->second;
+  std::string name =
+      target == "cuda" ? "libloomrt_cuda.so" : "libloomrt_cuda_emulated.so";
+  std::string path = name;
+  Dl_info self;
+  if (dladdr(reinterpret_cast<void *>(&deviceEngine), &self) &&
+      self.dli_fname) {
+    std::string dir = self.dli_fname;
+    size_t slash = dir.rfind('/');
+    if (slash != std::string::npos)
+      path = dir.substr(0, slash + 1) + name;
+  }
+  void *library = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!library) {
+    const char *why = dlerror();
+    error =
+        "the bundle is for " + target + " and needs " + name +
+        (target == "cuda" ? " (libloomrt built with the CUDA toolkit)" : "") +
+        ": " + (why ? why : "cannot be loaded");
+    return nullptr;
+  }
+  DeviceEngine engine;
+  auto bind = [&](auto &fn, const char *symbol) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+        dlsym(library, symbol));
+    return fn != nullptr;
+  };
+  if (!bind(engine.alloc, "loomCudaAlloc") ||
+      !bind(engine.free, "loomCudaFree") ||
+      !bind(engine.copy, "loomCudaCopy") ||
+      !bind(engine.takeError, "loomCudaTakeError") ||
+      !bind(engine.memoryStats, "loomCudaMemoryStats")) {
+    error = path + " is not a Loom device engine";
+    return nullptr;
+  }
+  return &engines.emplace(target, engine).first->second;
+}
 
 bool parseDtype(const std::string &name, loom_dtype_t &out) {
   static const std::pair<const char *, loom_dtype_t> table[] = {
@@ -176,10 +259,38 @@ struct loom_session_t {
   /// Pipeline parallelism: the mesh axis of the stages (an index into
   /// `mesh`; -1 without).
   int64_t pipelineAxis = -1;
+  /// The device engine of a bundle for a device; null on the CPU. What the
+  /// engine held once the tensors had their buffers: what it holds beyond
+  /// is the steps' temporaries.
+  const DeviceEngine *engine = nullptr;
+  size_t deviceBaseline = 0;
+
+  /// Brings the host copy of `t` up to date after a run on a device.
+  loom_status_t syncToHost(const Tensor &t) const {
+    if (!engine || !t.hostStale)
+      return nullptr;
+    if (!engine->copy(t.data.get(), t.device, t.bytes))
+      return loom::rt::makeStatus(LOOM_STATUS_INTERNAL,
+                                  "copying \"" + t.name +
+                                      "\" from the device: " + engine->error());
+    t.hostStale = false;
+    return nullptr;
+  }
+
+  /// Notes that the caller wrote the host copy of `t`.
+  void hostWritten(Tensor &t) {
+    if (engine) {
+      t.deviceStale = true;
+      t.hostStale = false;
+    }
+  }
 
   ~loom_session_t() {
     if (library)
       dlclose(library);
+    if (engine)
+      for (Tensor &t : tensors)
+        engine->free(t.device);
   }
 };
 
@@ -569,11 +680,31 @@ static loom_status_t createSession(const std::string &dir,
     }
   }
 
+  // A device's bundle calls its engine (and loads its kernels as the
+  // library is mapped).
+  std::string target = "cpu";
+  if (manifest.contains("target") && manifest["target"].is_object())
+    target = manifest["target"].value("kind", "cpu");
+  if (target == "cuda" || target == "cuda-emulated") {
+    std::string problem;
+    session->engine = deviceEngine(target, problem);
+    if (!session->engine)
+      return makeStatus(LOOM_STATUS_UNAVAILABLE, problem);
+  } else if (target != "cpu") {
+    return bad("target \"" + target +
+               "\" is not one this runtime runs (cpu, cuda, cuda-emulated)");
+  }
   std::string library = dir + "/" + manifest.value("library", "model.so");
   session->library = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!session->library) {
     const char *why = dlerror();
     return bad("cannot load " + library + ": " + (why ? why : "unknown error"));
+  }
+  if (session->engine) {
+    std::string problem = session->engine->error();
+    if (!problem.empty())
+      return makeStatus(LOOM_STATUS_UNAVAILABLE,
+                        "loading " + library + "'s kernels: " + problem);
   }
   std::string symbol = entry->value("symbol", "");
   if (entry->contains("temporary_peak_bytes") &&
@@ -623,6 +754,25 @@ static loom_status_t createSession(const std::string &dir,
                                std::to_string(devices) +
                                ", or set loom_session_options_t."
                                "distributed under a launcher)")));
+  // On a device, every tensor held here gets its device buffer, copied from
+  // the host before the first run.
+  if (session->engine)
+    for (Tensor &t : session->tensors) {
+      if (t.remote)
+        continue;
+      t.device = session->engine->alloc(t.bytes ? t.bytes : 1);
+      if (!t.device)
+        return makeStatus(LOOM_STATUS_RESOURCE_EXHAUSTED,
+                          "cannot allocate " + std::to_string(t.bytes) +
+                              " device bytes for \"" + t.name +
+                              "\": " + session->engine->error());
+      t.descriptor[0] = t.descriptor[1] = (int64_t)(intptr_t)t.device;
+      t.deviceStale = true;
+    }
+  if (session->engine) {
+    size_t peak, reserved;
+    session->engine->memoryStats(&session->deviceBaseline, &peak, &reserved);
+  }
   return nullptr;
 }
 
@@ -737,6 +887,17 @@ loom_status_t loom_session_memory_stats(const loom_session_t *session,
   }
   loom::rt::temporaryBytes(&out_stats->temporary_bytes,
                            &out_stats->temporary_peak_bytes);
+  if (session->engine) {
+    // The steps' device temporaries (a CUDA bundle's; host memory stands in
+    // for the device in cuda-emulated ones, whose temporaries stay the CPU
+    // allocator's).
+    size_t live, peak, reserved;
+    session->engine->memoryStats(&live, &peak, &reserved);
+    out_stats->temporary_bytes +=
+        live > session->deviceBaseline ? live - session->deviceBaseline : 0;
+    out_stats->temporary_peak_bytes +=
+        peak > session->deviceBaseline ? peak - session->deviceBaseline : 0;
+  }
   out_stats->predicted_temporary_peak_bytes = session->predictedTemporaryPeak;
   return nullptr;
 }
@@ -763,6 +924,8 @@ loom_status_t loom_session_tensor_gather(loom_session_t *session,
                       "\"" + t.name + "\" has " +
                           std::to_string(t.bytes * blocks) + " bytes, not " +
                           std::to_string(bytes));
+  if (loom_status_t status = session->syncToHost(t))
+    return status;
   if (t.owner >= 0 && session->communicator)
     return gatherFromStage(*session, t, out);
   if (blocks == 1) {
@@ -939,6 +1102,7 @@ loom_status_t loom_session_set_tensor(loom_session_t *session, size_t index,
   if (bytes)
     std::memcpy(t.data.get(), data, bytes);
   t.set = true;
+  session->hostWritten(t);
   return nullptr;
 }
 
@@ -990,6 +1154,8 @@ loom_status_t loom_session_hyperparameter(const loom_session_t *session,
     return status;
   if (!out_value)
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT, "out_value is NULL");
+  if (loom_status_t status = session->syncToHost(session->tensors[index]))
+    return status;
   std::memcpy(out_value, session->tensors[index].data.get(), sizeof(double));
   return nullptr;
 }
@@ -1006,6 +1172,16 @@ loom_status_t loom_session_run(loom_session_t *session) {
   for (const auto &axis : session->mesh)
     loom::rt::currentMesh.push_back(axis.second);
   loom::rt::collectiveError.clear();
+  if (const DeviceEngine *engine = session->engine)
+    for (Tensor &t : session->tensors) {
+      if (!t.deviceStale)
+        continue;
+      if (!engine->copy(t.device, t.data.get(), t.bytes))
+        return makeStatus(LOOM_STATUS_INTERNAL,
+                          "copying \"" + t.name +
+                              "\" to the device: " + engine->error());
+      t.deviceStale = false;
+    }
   int64_t started = loom::rt::trace::enabled() ? loom::rt::trace::now() : 0;
   session->entry(session->descriptors.data());
   loom::rt::finishPointToPoint();
@@ -1014,13 +1190,26 @@ loom_status_t loom_session_run(loom_session_t *session) {
   loom::rt::currentCommunicator = nullptr;
   if (!loom::rt::collectiveError.empty())
     return makeStatus(LOOM_STATUS_UNAVAILABLE, loom::rt::collectiveError);
+  if (session->engine) {
+    std::string problem = session->engine->error();
+    if (!problem.empty())
+      return makeStatus(LOOM_STATUS_INTERNAL,
+                        "running the step on the device: " + problem);
+    // What the step wrote is the device's until the caller reads it.
+    for (Tensor &t : session->tensors)
+      if (t.kind == LOOM_TENSOR_OUTPUT)
+        t.hostStale = true;
+  }
   for (Tensor &t : session->tensors) {
     if (t.updates < 0)
       continue;
     Tensor &target = session->tensors[t.updates];
     std::swap(t.data, target.data);
+    std::swap(t.device, target.device);
+    std::swap(t.hostStale, target.hostStale);
     for (Tensor *x : {&t, &target})
-      x->descriptor[0] = x->descriptor[1] = (int64_t)(intptr_t)x->data.get();
+      x->descriptor[0] = x->descriptor[1] =
+          (int64_t)(intptr_t)(x->device ? x->device : x->data.get());
   }
   return nullptr;
 }
@@ -1058,6 +1247,8 @@ loom_status_t loom_session_tensor_data(const loom_session_t *session,
     return makeStatus(LOOM_STATUS_INVALID_ARGUMENT,
                       "\"" + session->tensors[index].name +
                           "\" is held by the ranks of another pipeline stage");
+  if (loom_status_t status = session->syncToHost(session->tensors[index]))
+    return status;
   *out_data = session->tensors[index].data.get();
   *out_bytes = session->tensors[index].bytes;
   return nullptr;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks that need a CUDA device, for the device machine (DESIGN.md):
 # builds Loom with the CUDA toolkit and NCCL found in /usr/local/cuda, then
-# runs the GPU-labelled tests (the NCCL engine) and prints the device.
+# runs the GPU-labelled tests (the NCCL engine; the CUDA engine's allocator,
+# kernel launches and cuBLAS products) and prints the device.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD="${1:-build-gpu}"

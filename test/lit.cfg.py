@@ -1,5 +1,7 @@
 # lit configuration of Loom's FileCheck tests.
 import os
+import shutil
+import subprocess
 import lit.formats
 from lit.llvm import llvm_config
 
@@ -36,6 +38,12 @@ if config.cuda_home:
     config.available_features.add("ptxas")
     config.environment["CUDA_HOME"] = config.cuda_home
     config.substitutions.append(("%ptxas", os.path.join(config.cuda_home, "bin", "ptxas")))
+
+# A CUDA device (the device machine's scripts/gpu-check.sh runs lit too).
+if shutil.which("nvidia-smi") and subprocess.run(
+        ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL).returncode == 0:
+    config.available_features.add("cuda-device")
 
 # TensorBoard's own event reader, for the --tensorboard test: a Python that
 # can import it (scripts/install-deps.sh installs it with pip when it can).

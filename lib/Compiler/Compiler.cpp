@@ -666,11 +666,12 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     return emitError(cmdLoc)
            << (phase == EmitPhase::Gpu ? "--emit=gpu" : "--emit=ptx")
            << " needs --target=cuda";
-  if (options.target == "cuda" && phase >= EmitPhase::Obj)
+  if (options.target == "cuda" && phase >= EmitPhase::Obj &&
+      !options.mesh.empty())
     return emitError(cmdLoc)
-           << "--target=cuda compiles up to --emit=llvm (host code and "
-              "kernel binaries); objects and bundles need libloomrt's CUDA "
-              "engine, which does not exist yet";
+           << "--target=cuda bundles run on one GPU for now (the engine has "
+              "no NCCL collectives yet); with --mesh, compile up to "
+              "--emit=llvm, or use --target=cuda-emulated";
   if (phase >= EmitPhase::Obj && options.outputPath == "-")
     return emitError(cmdLoc)
            << (phase == EmitPhase::Bundle ? "--emit=bundle" : "--emit=obj")
@@ -692,7 +693,7 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
 
   if (phase == EmitPhase::Bundle)
     return writeBundle(*module, entries, options.optLevel, options.outputPath,
-                       training);
+                       training, options.target);
 
   std::string error;
   auto output = openOutputFile(options.outputPath, &error);

@@ -17,7 +17,9 @@
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
@@ -314,6 +316,9 @@ LogicalResult mlir::loom::emitObjectFile(ModuleOp llvmModule,
   MLIRContext *context = llvmModule.getContext();
   registerBuiltinDialectTranslation(*context);
   registerLLVMDialectTranslation(*context);
+  // CUDA host code: launches and the kernels' binaries (gpu.binary).
+  registerGPUDialectTranslation(*context);
+  registerNVVMDialectTranslation(*context);
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> module =
       translateModuleToLLVMIR(llvmModule, llvmContext, "loom");
@@ -401,7 +406,8 @@ static LogicalResult writeFile(Location loc, StringRef path,
 LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
                                       ArrayRef<EntrySignature> entries,
                                       unsigned optLevel, StringRef path,
-                                      DictionaryAttr training) {
+                                      DictionaryAttr training,
+                                      StringRef target) {
   Location loc = llvmModule.getLoc();
   // Build everything in a fresh sibling directory, then move it in place.
   SmallString<256> model(path);
@@ -516,9 +522,10 @@ LogicalResult mlir::loom::writeBundle(ModuleOp llvmModule,
       {"format", "loom-bundle"},
       {"format_version", 1},
       {"loom_version", LOOM_VERSION},
-      {"target", llvm::json::Object{{"kind", "cpu"},
-                                    {"triple", llvm::sys::getDefaultTargetTriple()},
-                                    {"cpu", llvm::sys::getHostCPUName().str()}}},
+      {"target",
+       llvm::json::Object{{"kind", target},
+                          {"triple", llvm::sys::getDefaultTargetTriple()},
+                          {"cpu", llvm::sys::getHostCPUName().str()}}},
       {"library", "model.so"},
       {"parameters_file", "params.bin"},
       {"entry_points", std::move(jsonEntries)}};

@@ -2356,6 +2356,8 @@ struct LoomMatmulToKernelPass
     // Grouped 2-D convolutions: im2col + GEMM in the runtime, with the
     // strides and dilations as arguments.
     module.walk([&](linalg::Conv2DNgchwGfchwOp conv) {
+      if (!convolutions)
+        return;
       StringRef suffix = KernelCalls::kernelSuffix(conv, /*unitRows=*/false);
       if (!conv.hasPureBufferSemantics() || suffix.empty())
         return;

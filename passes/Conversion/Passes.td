@@ -168,12 +168,16 @@ def LoomMatmulToKernelPass
 
     With `kernel-prefix=loom_cuda_` (the CUDA pipeline) the same calls name
     the CUDA engine's kernels (`loom_cuda_matmul_f32`, ...), which take
-    device buffers.
+    device buffers; with `convolutions=false` (the CUDA pipeline, until its
+    engine has convolutions) convolutions stay linalg ops, lowered to loops
+    like the rest.
   }];
   let options = [
     Option<"kernelPrefix", "kernel-prefix", "std::string",
            /*default=*/"\"loom_kernel_\"",
-           "prefix of the runtime kernels' names">
+           "prefix of the runtime kernels' names">,
+    Option<"convolutions", "convolutions", "bool", /*default=*/"true",
+           "hand grouped 2-D convolutions to the runtime too">
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",

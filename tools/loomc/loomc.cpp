@@ -61,7 +61,7 @@ static cl::opt<std::string> target(
     "target",
     cl::desc("Device to compile for: cpu (default), or cuda (NVIDIA GPUs: "
              "kernels through NVVM, products through the CUDA engine's "
-             "cuBLAS calls; up to --emit=llvm for now), or cuda-emulated "
+             "cuBLAS calls; bundles run on libloomrt_cuda), or cuda-emulated "
              "(a CPU bundle of what the CUDA target computes: its placement "
              "of loops in launches, each launch run as loops over its "
              "blocks and threads; checks the CUDA lowering without a GPU)"),

@@ -94,9 +94,13 @@ LogicalResult emitObjectFile(ModuleOp llvmModule,
 /// Writes a bundle directory at `path` (replacing an existing bundle only
 /// once the new one is complete). `training` (may be null) is the optimizer's
 /// configuration, a dictionary stored as the manifest's "training" object.
+/// `target` is the manifest's target kind: "cpu", "cuda" (the host code
+/// launches kernels of its embedded fatbins through libloomrt_cuda) or
+/// "cuda-emulated".
 LogicalResult writeBundle(ModuleOp llvmModule,
                           ArrayRef<EntrySignature> entries, unsigned optLevel,
-                          StringRef path, DictionaryAttr training = {});
+                          StringRef path, DictionaryAttr training = {},
+                          StringRef target = "cpu");
 
 } // namespace mlir::loom
 
