@@ -16,9 +16,11 @@
 // With --cuda, every test that passes on the CPU is also compiled for the
 // CUDA target (kernels for sm_80 and sm_90, assembled by ptxas into
 // fatbins; host code in the LLVM dialect); a failure to compile is a
-// failure of the test. Nothing runs on a GPU here.
+// failure of the test. With --run-cuda (scripts/gpu-check.sh, on a machine
+// with a GPU), every bundle is a CUDA bundle, run on the GPU.
 //
-// Usage: onnx-node-conformance [DATA_DIR] [--xfail FILE] [--cuda] [--verbose]
+// Usage: onnx-node-conformance [DATA_DIR] [--xfail FILE] [--cuda | --run-cuda]
+//                              [--verbose]
 //
 //===----------------------------------------------------------------------===//
 
@@ -112,7 +114,7 @@ std::string compileForCuda(mlir::MLIRContext &ctx,
 
 /// Runs one node test; `workDir` holds its bundle.
 Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
-                const std::string &workDir, bool cuda) {
+                const std::string &workDir, bool cuda, bool runCuda) {
   std::string modelPath = dir + "/model.onnx";
   auto buffer = MemoryBuffer::getFile(modelPath);
   if (!buffer)
@@ -125,6 +127,8 @@ Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
   options.inputPath = modelPath;
   options.outputPath = workDir + "/model.loom";
   options.emit = mlir::loom::EmitPhase::Bundle;
+  if (runCuda)
+    options.target = "cuda";
   std::string message;
   mlir::LogicalResult compiled = mlir::failure();
   {
@@ -260,13 +264,15 @@ Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
 int main(int argc, char **argv) {
   std::string dataDir = "/usr/share/libonnx-testdata/data/node";
   std::string xfailPath;
-  bool verbose = false, cuda = false;
+  bool verbose = false, cuda = false, runCuda = false;
   for (int i = 1; i < argc; ++i) {
     StringRef arg = argv[i];
     if (arg == "--verbose")
       verbose = true;
     else if (arg == "--cuda")
       cuda = true;
+    else if (arg == "--run-cuda")
+      runCuda = true;
     else if (arg == "--xfail" && i + 1 < argc)
       xfailPath = argv[++i];
     else
@@ -313,7 +319,8 @@ int main(int argc, char **argv) {
   std::vector<std::string> unexpected, fixed, knownFailures;
   for (const std::string &dir : tests) {
     std::string name = sys::path::filename(dir).str();
-    Outcome outcome = runTest(context, dir, std::string(workDir), cuda);
+    Outcome outcome =
+        runTest(context, dir, std::string(workDir), cuda && !runCuda, runCuda);
     bool xfail = expectedFailures.contains(name);
     switch (outcome.kind) {
     case Outcome::Passed:
@@ -334,9 +341,11 @@ int main(int argc, char **argv) {
   }
   (void)sys::fs::remove_directories(workDir);
 
-  outs() << "ONNX node tests run end to end on the CPU"
-         << (cuda ? " and compiled for CUDA (sm_80, sm_90)" : "") << " ("
-         << dataDir << ")\n";
+  outs() << "ONNX node tests run end to end "
+         << (runCuda ? "on the GPU"
+                     : cuda ? "on the CPU and compiled for CUDA (sm_80, sm_90)"
+                            : "on the CPU")
+         << " (" << dataDir << ")\n";
   printSkips(outs(), skips, verbose);
   if (!knownFailures.empty()) {
     outs() << "failed, expected (" << knownFailures.size() << ", listed in "
