@@ -233,6 +233,9 @@ void loom::buildLoomGpuToLLVMPipeline(OpPassManager &pm,
   GpuModuleToBinaryPassOptions binary;
   binary.compilationTarget = options.format;
   pm.addPass(createGpuModuleToBinaryPass(binary));
+  // One fatbin for all architectures: the driver picks the device's cubin.
+  if (options.format == "fatbin")
+    pm.addPass(createLoomMergeFatbinsPass());
 }
 
 void loom::buildLoomGpuEmulationPipeline(

@@ -10,6 +10,9 @@
 // loom-merge-gpu-modules: the kernels gpu-kernel-outlining put in modules of
 // their own go into one, @loom_kernels.
 //
+// loom-merge-fatbins: a binary's fatbins for several architectures become
+// one, from which the driver picks the device's cubin.
+//
 // loom-emulate-gpu-launches: launches as loops over their blocks and threads,
 // so that the CPU can run what loom-map-to-gpu placed (tests).
 //
@@ -37,6 +40,7 @@ namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMMAPTOGPUPASS
 #define GEN_PASS_DEF_LOOMMERGEGPUMODULESPASS
 #define GEN_PASS_DEF_LOOMEMULATEGPULAUNCHESPASS
+#define GEN_PASS_DEF_LOOMMERGEFATBINSPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
 
@@ -549,6 +553,72 @@ struct LoomMergeGpuModulesPass
       if (it != renamed.end())
         launch.setKernelAttr(it->second);
     });
+  }
+};
+
+/// A fatbin: a 16-byte header (magic 0xBA55ED50, version, header size, then
+/// the bytes of the entries that follow it) and entries (cubins, PTX), each
+/// with its own header and padded payload.
+constexpr uint32_t kFatbinMagic = 0xBA55ED50;
+
+/// The entries of the fatbin `bytes`, or failure if it is not one.
+FailureOr<StringRef> fatbinEntries(StringRef bytes) {
+  if (bytes.size() < 16)
+    return failure();
+  auto read = [&](size_t at, size_t width) {
+    uint64_t value = 0;
+    for (size_t i = 0; i < width; ++i)
+      value |= uint64_t(uint8_t(bytes[at + i])) << (8 * i);
+    return value;
+  };
+  uint64_t headerSize = read(6, 2), entriesSize = read(8, 8);
+  if (read(0, 4) != kFatbinMagic || headerSize < 16 ||
+      headerSize + entriesSize > bytes.size())
+    return failure();
+  return bytes.substr(headerSize, entriesSize);
+}
+
+struct LoomMergeFatbinsPass
+    : mlir::loom::impl::LoomMergeFatbinsPassBase<LoomMergeFatbinsPass> {
+  void runOnOperation() override {
+    WalkResult result = getOperation().walk([&](gpu::BinaryOp binary) {
+      ArrayRef<Attribute> objects = binary.getObjects().getValue();
+      if (objects.size() < 2)
+        return WalkResult::advance();
+      std::string entries;
+      for (Attribute attr : objects) {
+        auto object = cast<gpu::ObjectAttr>(attr);
+        FailureOr<StringRef> part = failure();
+        if (object.getFormat() == gpu::CompilationTarget::Fatbin)
+          part = fatbinEntries(object.getObject().getValue());
+        if (failed(part)) {
+          binary.emitOpError()
+              << "has an object for " << object.getTarget()
+              << " that is not a fatbin; loom-merge-fatbins merges fatbins";
+          return WalkResult::interrupt();
+        }
+        entries += *part;
+      }
+      std::string merged(16, '\0');
+      auto write = [&](size_t at, size_t width, uint64_t value) {
+        for (size_t i = 0; i < width; ++i)
+          merged[at + i] = char((value >> (8 * i)) & 0xff);
+      };
+      StringRef first =
+          cast<gpu::ObjectAttr>(objects.front()).getObject().getValue();
+      merged.replace(0, 8, first.substr(0, 8)); // Magic, version, size.
+      write(6, 2, 16);
+      write(8, 8, entries.size());
+      merged += entries;
+      auto object = gpu::ObjectAttr::get(
+          &getContext(), cast<gpu::ObjectAttr>(objects.front()).getTarget(),
+          gpu::CompilationTarget::Fatbin,
+          StringAttr::get(&getContext(), merged), nullptr, nullptr);
+      binary.setObjectsAttr(ArrayAttr::get(&getContext(), {object}));
+      return WalkResult::advance();
+    });
+    if (result.wasInterrupted())
+      signalPassFailure();
   }
 };
 

@@ -388,6 +388,19 @@ def LoomMergeGpuModulesPass
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def LoomMergeFatbinsPass : Pass<"loom-merge-fatbins", "::mlir::ModuleOp"> {
+  let summary = "makes a gpu.binary's fatbins for several architectures one fatbin";
+  let description = [{
+    `gpu-module-to-binary` gives a module compiled for sm_80 and sm_90 one
+    fatbin object per architecture (each with its cubin and PTX), of which
+    the host code would load the first. This pass moves every object's
+    entries into one fatbin, so that the driver picks the cubin of the
+    device it runs on (and JIT-compiles the newest PTX on a newer one). An
+    object that is not a fatbin, or whose header is not one, is an error.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
 def LoomEmulateGpuLaunchesPass
     : Pass<"loom-emulate-gpu-launches", "::mlir::ModuleOp"> {
   let summary = "runs loom-map-to-gpu's launches as loops on the CPU (for tests)";
