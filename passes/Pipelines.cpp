@@ -56,14 +56,15 @@ void loom::buildLoomToLinalgPipeline(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(createLoomReassociateReductionsPass());
 }
 
-/// The bufferization both targets share: one-shot bufferization with the
-/// results as caller-allocated arguments, temporaries freed at their last
-/// use, products handed to the runtime's kernels named `kernelPrefix`...,
-/// the peak of the temporaries, and copies as linalg ops.
 static void addLoopsToLLVMPasses(OpPassManager &pm,
                                  const loom::LoomCpuPipelineOptions &options);
 static void addHostToLLVMPasses(OpPassManager &pm, bool launches);
 
+/// The bufferization both targets share: one-shot bufferization with the
+/// results as caller-allocated arguments, temporaries freed at their last
+/// use, products (and with `convolutions` convolutions) handed to the
+/// runtime's kernels named `kernelPrefix`..., the peak of the temporaries,
+/// and copies as linalg ops.
 static void addBufferizePasses(OpPassManager &pm, StringRef kernelPrefix,
                                bool convolutions = true) {
   using namespace loom;
@@ -171,9 +172,9 @@ SmallVector<std::string> loom::LoomCudaPipelineOptions::archs() const {
   return SmallVector<std::string>(gpuArchs.begin(), gpuArchs.end());
 }
 
-/// Bufferization with products and convolutions as calls of the kernels
-/// named `kernelPrefix`..., and every loop nest placed in a gpu.launch: what
-/// the CUDA pipeline and its CPU emulation share.
+/// Bufferization with products as calls of the kernels named
+/// `kernelPrefix`..., and every loop nest placed in a gpu.launch: what the
+/// CUDA pipeline and its CPU emulation share.
 static void addGpuPlacementPasses(OpPassManager &pm,
                                   const loom::LoomCudaPipelineOptions &options,
                                   StringRef kernelPrefix) {
@@ -193,7 +194,7 @@ static void addGpuPlacementPasses(OpPassManager &pm,
 
 void loom::buildLoomLinalgToGpuPipeline(
     OpPassManager &pm, const LoomCudaPipelineOptions &options) {
-  // Products and convolutions go to the CUDA engine's kernels (cuBLAS).
+  // Products go to the CUDA engine's kernels (cuBLAS).
   addGpuPlacementPasses(pm, options, "loom_cuda_");
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createLoomMergeGpuModulesPass());

@@ -139,7 +139,10 @@ void temporaryBytes(size_t *live, size_t *peak) {
 } // namespace loom::rt
 
 extern "C" LOOM_API void loom_memory_reset_peak(void) {
-  BlockCache &c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  c.peakBytes = c.liveBytes;
+  {
+    BlockCache &c = cache();
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.peakBytes = c.liveBytes;
+  }
+  loom::rt::resetDevicePeaks();
 }

@@ -16,6 +16,10 @@ namespace loom::rt {
 /// the process started or loom_memory_reset_peak.
 void temporaryBytes(size_t *live, size_t *peak);
 
+/// Resets the temporaries' peak of every device engine sessions opened
+/// (Runtime.cpp); loom_memory_reset_peak resets both.
+void resetDevicePeaks();
+
 } // namespace loom::rt
 
 #endif // LOOM_RUNTIME_ALLOCATOR_H

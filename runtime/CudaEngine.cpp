@@ -13,7 +13,9 @@
 //   that a buffer freed on it can be given out again at once: everything
 //   after the free is ordered after the last use.
 // * A caching allocator of device memory (blocks kept by rounded size), with
-//   the statistics of the CPU engine's: live bytes and their peak.
+//   the statistics of the CPU engine's: the live bytes of the compiled
+//   code's temporaries and their peak (the runtime's own buffers, a
+//   session's tensors, are not temporaries).
 // * The products the compiler hands to libraries: `loom_cuda_matmul_<t>`
 //   and `loom_cuda_batch_matmul_<t>` (t: f32, bf16, f16; f32 results), with
 //   the CPU kernels' flags (1: b transposed, 2: a transposed, 4: overwrite
@@ -103,10 +105,13 @@ struct Engine {
   bool ready = false;
 
   std::mutex mutex;
-  // Free blocks by rounded size, and each live block's size.
+  // Free blocks by rounded size, and each live block's size and whether it
+  // is a temporary of compiled code.
   std::multimap<size_t, void *> freeBlocks;
-  std::map<void *, size_t> liveBlocks;
-  size_t liveBytes = 0, peakBytes = 0, reservedBytes = 0;
+  std::map<void *, std::pair<size_t, bool>> liveBlocks;
+  size_t temporaryBytes = 0, temporaryPeak = 0, reservedBytes = 0;
+
+  void *allocate(uint64_t bytes, bool temporary);
 
   bool init() {
     if (ready)
@@ -282,7 +287,7 @@ LOOM_CUDA_API void mgpuStreamSynchronize(CUstream stream) {
 
 LOOM_CUDA_API void *mgpuMemAlloc(uint64_t bytes, CUstream /*stream*/,
                                  bool /*isHostShared*/) {
-  return loomCudaAlloc(bytes);
+  return engine().allocate(bytes, /*temporary=*/true);
 }
 
 LOOM_CUDA_API void mgpuMemFree(void *ptr, CUstream /*stream*/) {
@@ -304,8 +309,8 @@ LOOM_CUDA_API void mgpuSetDefaultDevice(int32_t device) {
 // The runtime's side (CudaEngine.h)
 //===----------------------------------------------------------------------===//
 
-LOOM_CUDA_API void *loomCudaAlloc(uint64_t bytes) {
-  Engine &e = engine();
+void *Engine::allocate(uint64_t bytes, bool temporary) {
+  Engine &e = *this;
   if (!e.init())
     return nullptr;
   size_t size = roundedSize(bytes ? bytes : 1);
@@ -329,10 +334,16 @@ LOOM_CUDA_API void *loomCudaAlloc(uint64_t bytes) {
     }
     e.reservedBytes += size;
   }
-  e.liveBlocks[ptr] = size;
-  e.liveBytes += size;
-  e.peakBytes = std::max(e.peakBytes, e.liveBytes);
+  e.liveBlocks[ptr] = {size, temporary};
+  if (temporary) {
+    e.temporaryBytes += size;
+    e.temporaryPeak = std::max(e.temporaryPeak, e.temporaryBytes);
+  }
   return ptr;
+}
+
+LOOM_CUDA_API void *loomCudaAlloc(uint64_t bytes) {
+  return engine().allocate(bytes, /*temporary=*/false);
 }
 
 LOOM_CUDA_API void loomCudaFree(void *ptr) {
@@ -345,8 +356,10 @@ LOOM_CUDA_API void loomCudaFree(void *ptr) {
     fail("mgpuMemFree", "a pointer the engine did not allocate");
     return;
   }
-  e.liveBytes -= it->second;
-  e.freeBlocks.emplace(it->second, ptr);
+  auto [size, temporary] = it->second;
+  if (temporary)
+    e.temporaryBytes -= size;
+  e.freeBlocks.emplace(size, ptr);
   e.liveBlocks.erase(it);
 }
 
@@ -354,15 +367,15 @@ LOOM_CUDA_API void loomCudaMemoryStats(size_t *live, size_t *peak,
                                        size_t *reserved) {
   Engine &e = engine();
   std::lock_guard<std::mutex> lock(e.mutex);
-  *live = e.liveBytes;
-  *peak = e.peakBytes;
+  *live = e.temporaryBytes;
+  *peak = e.temporaryPeak;
   *reserved = e.reservedBytes;
 }
 
 LOOM_CUDA_API void loomCudaResetPeak(void) {
   Engine &e = engine();
   std::lock_guard<std::mutex> lock(e.mutex);
-  e.peakBytes = e.liveBytes;
+  e.temporaryPeak = e.temporaryBytes;
 }
 
 LOOM_CUDA_API int loomCudaCopy(void *dst, const void *src, size_t bytes) {
@@ -370,12 +383,6 @@ LOOM_CUDA_API int loomCudaCopy(void *dst, const void *src, size_t bytes) {
   return e.init() &&
          check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, e.stream),
                "cudaMemcpyAsync") &&
-         check(cudaStreamSynchronize(e.stream), "cudaStreamSynchronize");
-}
-
-LOOM_CUDA_API int loomCudaSynchronize(void) {
-  Engine &e = engine();
-  return e.init() &&
          check(cudaStreamSynchronize(e.stream), "cudaStreamSynchronize");
 }
 

@@ -15,12 +15,14 @@
 
 #define LOOM_CUDA_API extern "C" __attribute__((visibility("default")))
 
-/// Device memory of at least `bytes` (null on failure, with the error kept).
+/// Device memory of at least `bytes` for the runtime's own buffers (a
+/// session's tensors; null on failure, with the error kept).
 LOOM_CUDA_API void *loomCudaAlloc(uint64_t bytes);
-/// Gives a block back to the cache (reused by later allocations in stream
-/// order).
+/// Gives a block (the runtime's, or compiled code's) back to the cache,
+/// reused by later allocations in stream order.
 LOOM_CUDA_API void loomCudaFree(void *ptr);
-/// Bytes allocated and not freed, their most since the start or the last
+/// The bytes compiled code has allocated (mgpuMemAlloc: the steps'
+/// temporaries) and not freed, their most since the start or the last
 /// loomCudaResetPeak, and the bytes the cache holds from CUDA.
 LOOM_CUDA_API void loomCudaMemoryStats(size_t *live, size_t *peak,
                                        size_t *reserved);
@@ -28,8 +30,6 @@ LOOM_CUDA_API void loomCudaResetPeak(void);
 /// Copies between host and device memory (either way) after the work queued
 /// so far, and waits for it; 0 on failure.
 LOOM_CUDA_API int loomCudaCopy(void *dst, const void *src, size_t bytes);
-/// Waits for the work queued so far; 0 on failure.
-LOOM_CUDA_API int loomCudaSynchronize(void);
 /// Writes the calling thread's first CUDA error since the last call (with
 /// the call that got it) into `buffer` and clears it; returns its length (0:
 /// none).

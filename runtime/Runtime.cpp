@@ -100,6 +100,7 @@ struct DeviceEngine {
   int (*copy)(void *, const void *, size_t) = nullptr;
   size_t (*takeError)(char *, size_t) = nullptr;
   void (*memoryStats)(size_t *, size_t *, size_t *) = nullptr;
+  void (*resetPeak)() = nullptr;
 
   /// The engine's first error since the last call ("" if none).
   std::string error() const {
@@ -113,11 +114,13 @@ struct DeviceEngine {
 /// libloomrt_cuda_emulated.so), opened once per process from libloomrt's
 /// own directory with its symbols global (the bundle's code calls them);
 /// null with `error` set when it cannot be opened.
+/// The engines this process opened, by target.
+std::map<std::string, DeviceEngine> engines;
+std::mutex enginesMutex;
+
 const DeviceEngine *deviceEngine(const std::string &target,
                                  std::string &error) {
-  static std::map<std::string, DeviceEngine> engines;
-  static std::mutex mutex;
-  std::lock_guard<std::mutex> lock(mutex);
+  std::lock_guard<std::mutex> lock(enginesMutex);
   auto found = engines.find(target);
   if (found != engines.end())
     return &found->second;
@@ -151,12 +154,23 @@ const DeviceEngine *deviceEngine(const std::string &target,
       !bind(engine.free, "loomCudaFree") ||
       !bind(engine.copy, "loomCudaCopy") ||
       !bind(engine.takeError, "loomCudaTakeError") ||
-      !bind(engine.memoryStats, "loomCudaMemoryStats")) {
+      !bind(engine.memoryStats, "loomCudaMemoryStats") ||
+      !bind(engine.resetPeak, "loomCudaResetPeak")) {
     error = path + " is not a Loom device engine";
     return nullptr;
   }
   return &engines.emplace(target, engine).first->second;
 }
+
+} // namespace
+
+void loom::rt::resetDevicePeaks() {
+  std::lock_guard<std::mutex> lock(enginesMutex);
+  for (auto &entry : engines)
+    entry.second.resetPeak();
+}
+
+namespace {
 
 bool parseDtype(const std::string &name, loom_dtype_t &out) {
   static const std::pair<const char *, loom_dtype_t> table[] = {
@@ -259,11 +273,8 @@ struct loom_session_t {
   /// Pipeline parallelism: the mesh axis of the stages (an index into
   /// `mesh`; -1 without).
   int64_t pipelineAxis = -1;
-  /// The device engine of a bundle for a device; null on the CPU. What the
-  /// engine held once the tensors had their buffers: what it holds beyond
-  /// is the steps' temporaries.
+  /// The device engine of a bundle for a device; null on the CPU.
   const DeviceEngine *engine = nullptr;
-  size_t deviceBaseline = 0;
 
   /// Brings the host copy of `t` up to date after a run on a device.
   loom_status_t syncToHost(const Tensor &t) const {
@@ -769,10 +780,6 @@ static loom_status_t createSession(const std::string &dir,
       t.descriptor[0] = t.descriptor[1] = (int64_t)(intptr_t)t.device;
       t.deviceStale = true;
     }
-  if (session->engine) {
-    size_t peak, reserved;
-    session->engine->memoryStats(&session->deviceBaseline, &peak, &reserved);
-  }
   return nullptr;
 }
 
@@ -888,15 +895,12 @@ loom_status_t loom_session_memory_stats(const loom_session_t *session,
   loom::rt::temporaryBytes(&out_stats->temporary_bytes,
                            &out_stats->temporary_peak_bytes);
   if (session->engine) {
-    // The steps' device temporaries (a CUDA bundle's; host memory stands in
-    // for the device in cuda-emulated ones, whose temporaries stay the CPU
-    // allocator's).
+    // The steps' device temporaries (none in cuda-emulated bundles, whose
+    // temporaries are the CPU allocator's).
     size_t live, peak, reserved;
     session->engine->memoryStats(&live, &peak, &reserved);
-    out_stats->temporary_bytes +=
-        live > session->deviceBaseline ? live - session->deviceBaseline : 0;
-    out_stats->temporary_peak_bytes +=
-        peak > session->deviceBaseline ? peak - session->deviceBaseline : 0;
+    out_stats->temporary_bytes += live;
+    out_stats->temporary_peak_bytes += peak;
   }
   out_stats->predicted_temporary_peak_bytes = session->predictedTemporaryPeak;
   return nullptr;

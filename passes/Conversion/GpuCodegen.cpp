@@ -27,6 +27,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -94,6 +95,18 @@ bool holdsHostWork(Operation *op) {
 
 void sinkPureOps(gpu::LaunchOp launch);
 
+/// A buffer of `type` allocated where `func` starts and freed before each of
+/// its returns: it dominates every use, also from inside loops.
+Value functionScopedBuffer(func::FuncOp func, MemRefType type, Location loc) {
+  auto b = OpBuilder::atBlockBegin(&func.getBody().front());
+  Value buffer = memref::AllocOp::create(b, loc, type);
+  func.walk([&](func::ReturnOp ret) {
+    OpBuilder rb(ret);
+    memref::DeallocOp::create(rb, loc, buffer);
+  });
+  return buffer;
+}
+
 class GpuPlacer {
 public:
   GpuPlacer(int64_t blockSize) : blockSize(blockSize) {}
@@ -144,8 +157,7 @@ private:
       if (hostBuffers.contains(load.getMemref()))
         return Place::Host;
     if (auto store = dyn_cast<memref::StoreOp>(op))
-      if (hostBuffers.contains(store.getMemref()) &&
-          !deviceValue(store.getValueToStore()))
+      if (hostBuffers.contains(store.getMemref()))
         return Place::Host;
     if (op->hasTrait<OpTrait::IsTerminator>() || isHostCall(op) ||
         isa<memref::AllocOp, memref::DeallocOp, memref::AllocaOp>(op) ||
@@ -232,6 +244,7 @@ private:
     OpBuilder b(last->getContext());
     b.setInsertionPointAfter(last);
     Location loc = last->getLoc();
+    auto func = last->getParentOfType<func::FuncOp>();
     // Scalars that later device work reads (a dropout seed, a step count)
     // leave the launch through a buffer of one element, reloaded by each
     // reader on the device.
@@ -258,19 +271,13 @@ private:
               << "computed by this '" << op->getName() << "'";
           return diag;
         }
-        auto type = MemRefType::get({}, result.getType());
-        Value buffer = memref::AllocOp::create(b, loc, type);
+        Value buffer = functionScopedBuffer(
+            func, MemRefType::get({}, result.getType()), loc);
         spilled.emplace_back(result, buffer);
         for (OpOperand *use : outside) {
           OpBuilder rb(use->getOwner());
           use->set(memref::LoadOp::create(rb, loc, buffer));
         }
-        // Freed when the function returns.
-        Operation *func = last->getParentOfType<func::FuncOp>();
-        func->walk([&](func::ReturnOp ret) {
-          OpBuilder fb(ret);
-          memref::DeallocOp::create(fb, loc, buffer);
-        });
       }
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
@@ -423,6 +430,25 @@ void moveBuffersToDevice(func::FuncOp func,
   auto outsideLaunch = [](Operation *op) {
     return !op->getParentOfType<gpu::LaunchOp>();
   };
+  // A global the host passes on: one device copy, made where the function
+  // starts (the global is constant).
+  SmallVector<memref::GetGlobalOp> globals;
+  func.walk([&](memref::GetGlobalOp global) {
+    if (outsideLaunch(global) &&
+        llvm::any_of(global->getUsers(), outsideLaunch))
+      globals.push_back(global);
+  });
+  for (memref::GetGlobalOp global : globals) {
+    Location loc = global.getLoc();
+    Value copy = functionScopedBuffer(func, global.getType(), loc);
+    OpBuilder b(copy.getContext());
+    b.setInsertionPointAfterValue(copy);
+    Value source = memref::GetGlobalOp::create(b, loc, global.getType(),
+                                               global.getNameAttr());
+    gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), copy, source);
+    global.getResult().replaceUsesWithIf(
+        copy, [&](OpOperand &use) { return outsideLaunch(use.getOwner()); });
+  }
   func.walk([&](memref::AllocOp alloc) {
     if (!outsideLaunch(alloc) || hostBuffers.contains(alloc.getResult()))
       return;
@@ -442,30 +468,6 @@ void moveBuffersToDevice(func::FuncOp func,
                            ValueRange(), dealloc.getMemref());
     dealloc.erase();
   });
-  SmallVector<memref::GetGlobalOp> globals;
-  func.walk([&](memref::GetGlobalOp global) {
-    if (outsideLaunch(global) &&
-        llvm::any_of(global->getUsers(), outsideLaunch))
-      globals.push_back(global);
-  });
-  for (memref::GetGlobalOp global : globals) {
-    OpBuilder b(global);
-    b.setInsertionPointAfter(global);
-    Location loc = global.getLoc();
-    auto copy = gpu::AllocOp::create(b, loc, global.getType(), Type(),
-                                     ValueRange(), ValueRange(), ValueRange());
-    gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), copy.getMemref(),
-                          global.getResult());
-    global.getResult().replaceUsesWithIf(copy.getMemref(), [&](OpOperand &use) {
-      return use.getOwner() != copy && !isa<gpu::MemcpyOp>(use.getOwner()) &&
-             outsideLaunch(use.getOwner());
-    });
-    // Freed when the function returns.
-    func.walk([&](func::ReturnOp ret) {
-      OpBuilder rb(ret);
-      gpu::DeallocOp::create(rb, loc, Type(), ValueRange(), copy.getMemref());
-    });
-  }
 }
 
 struct LoomMapToGpuPass
@@ -490,18 +492,8 @@ struct LoomMapToGpuPass
       placer.sinkIntoLaunches();
       moveBuffersToDevice(func, placer.hostBuffers);
       // Host copies of what the launches now compute themselves.
-      bool changed = true;
-      while (changed) {
-        changed = false;
-        func.walk([&](Operation *op) {
-          if (op->use_empty() && isPure(op) && op->getNumRegions() == 0 &&
-              !op->hasTrait<OpTrait::IsTerminator>() &&
-              !op->getParentOfType<gpu::LaunchOp>()) {
-            op->erase();
-            changed = true;
-          }
-        });
-      }
+      IRRewriter rewriter(&getContext());
+      (void)runRegionDCE(rewriter, func.getBody());
     }
     getOperation()->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                             UnitAttr::get(&getContext()));

@@ -69,16 +69,19 @@ func.func @partial_block(%a: memref<3x100xf32>) {
 // together: the fill, the reduction loop, and the scalar arithmetic after
 // it; the free of the sum's buffer met on the way follows the launch. The
 // mean, which the later parallel loop reads, leaves through a buffer of
-// one element. Runtime calls end a run and stay on the host; the rank's
-// block index, a call's scalar result the host reads for a view's offset,
-// stays in host memory; a global passed to a runtime kernel is copied to
-// the device first, and one a kernel reads is sunk into it (outlining
-// copies it into the kernel module). Every other buffer is allocated on
-// the device.
+// one element, allocated where the function starts. Runtime calls end a
+// run and stay on the host; the rank's block index, a call's scalar result
+// the host reads for a view's offset, stays in host memory; a global passed
+// to a runtime kernel is copied to the device where the function starts,
+// and one a kernel reads is sunk into it (outlining copies it into the
+// kernel module). Every other buffer is allocated on the device.
 // CHECK-LABEL: func.func @serial
 // CHECK-SAME: (%[[A:.*]]: memref<64xf32>, %[[OUT:.*]]: memref<f32>, %[[W:.*]]: memref<4x4xf32>, %[[BIG:.*]]: memref<8x4xf32>)
-// CHECK: %[[SUM:.*]] = gpu.alloc () : memref<f32>
+// CHECK: %[[TABLE:.*]] = gpu.alloc () : memref<4x4xf32>
+// CHECK: %[[HOSTTABLE:.*]] = memref.get_global @table
+// CHECK: gpu.memcpy %[[TABLE]], %[[HOSTTABLE]]
 // CHECK: %[[SPILL:.*]] = gpu.alloc () : memref<f32>
+// CHECK: %[[SUM:.*]] = gpu.alloc () : memref<f32>
 // CHECK: %[[ONE:.*]] = arith.constant 1 : index
 // CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ONE]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]]) threads({{.*}}) in ({{.*}} = %[[ONE]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]])
 // CHECK: memref.store %{{.*}}, %[[SUM]][]
@@ -94,9 +97,6 @@ func.func @partial_block(%a: memref<3x100xf32>) {
 // CHECK: call @loom_rt_block_index
 // CHECK: %[[B:.*]] = memref.load %[[BLOCKIDX]][] : memref<i64>
 // CHECK: memref.dealloc %[[BLOCKIDX]]
-// CHECK: %[[HOSTTABLE:.*]] = memref.get_global @table
-// CHECK: %[[TABLE:.*]] = gpu.alloc () : memref<4x4xf32>
-// CHECK: gpu.memcpy %[[TABLE]], %[[HOSTTABLE]]
 // CHECK: %[[C:.*]] = gpu.alloc () : memref<4x4xf32>
 // CHECK: call @loom_cuda_matmul_f32(%[[TABLE]], %[[W]], %[[C]], %{{.*}})
 // CHECK: gpu.launch
@@ -223,6 +223,61 @@ func.func @recurrent(%w: memref<4x4xf32>, %h: memref<4x4xf32>) {
   %cast = memref.cast %ptrs : memref<1xindex> to memref<?xindex>
   call @helper(%cast) : (memref<?xindex>) -> ()
   memref.dealloc %ptrs : memref<1xindex>
+  return
+}
+
+// -----
+
+// Inside a host loop (it holds a call), a scalar a later launch of the same
+// iteration reads still leaves through a buffer allocated where the function
+// starts and freed at its return, which every iteration's uses see.
+// CHECK-LABEL: func.func @spill_in_loop
+// CHECK-NEXT: %[[SPILL:.*]] = gpu.alloc () : memref<f32>
+// CHECK: scf.for
+// CHECK: gpu.launch
+// CHECK: memref.store %{{.*}}, %[[SPILL]][]
+// CHECK: call @loom_cuda_matmul_f32
+// CHECK: gpu.launch
+// CHECK: memref.load %[[SPILL]][]
+// CHECK: gpu.dealloc %[[SPILL]]
+// CHECK-NEXT: return
+func.func private @loom_cuda_matmul_f32(memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, i64)
+
+func.func @spill_in_loop(%w: memref<4x4xf32>, %h: memref<4x4xf32>, %s: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c4 = arith.constant 4 : index
+  %c5 = arith.constant 5 : i64
+  scf.for %t = %c0 to %c3 step %c1 {
+    %scale = memref.load %s[] : memref<f32>
+    %twice = arith.addf %scale, %scale : f32
+    func.call @loom_cuda_matmul_f32(%h, %w, %h, %c5) : (memref<4x4xf32>, memref<4x4xf32>, memref<4x4xf32>, i64) -> ()
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c4, %c4) step (%c1, %c1) {
+      %x = memref.load %h[%i, %j] : memref<4x4xf32>
+      %y = arith.mulf %x, %twice : f32
+      memref.store %y, %h[%i, %j] : memref<4x4xf32>
+      scf.reduce
+    }
+  }
+  return
+}
+
+// -----
+
+// A buffer only the host and a runtime call touch stays in host memory, so a
+// value computed on the device cannot be stored into it.
+func.func private @loom_rt_take(memref<*xf32>)
+
+func.func @device_value_into_host_buffer(%a: memref<f32>) {
+  %v = memref.load %a[] : memref<f32>
+  %w = arith.addf %v, %v : f32
+  %hb = memref.alloc() : memref<f32>
+  // expected-error @+1 {{needs a value computed on the GPU on the host}}
+  memref.store %w, %hb[] : memref<f32>
+  %cast = memref.cast %hb : memref<f32> to memref<*xf32>
+  func.call @loom_rt_take(%cast) : (memref<*xf32>) -> ()
+  memref.dealloc %hb : memref<f32>
   return
 }
 

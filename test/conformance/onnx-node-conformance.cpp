@@ -45,6 +45,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <optional>
 
 using namespace llvm;
 using namespace loom_conformance;
@@ -93,23 +94,20 @@ bool readProto(const std::string &path, onnx::TensorProto &tensor) {
   return in && tensor.ParseFromIstream(&in);
 }
 
-/// Compiles `options.inputPath` for the CUDA target, to the LLVM dialect
-/// with the kernels' fatbins, into `workDir`; returns the first error.
-std::string compileForCuda(mlir::MLIRContext &ctx,
-                           mlir::loom::CompilerOptions options,
-                           const std::string &workDir) {
-  options.target = "cuda";
-  options.emit = mlir::loom::EmitPhase::LLVM;
-  options.outputPath = workDir + "/model.cuda.mlir";
-  std::string message = "failed without a message";
+/// Compiles as `options` says; the first error's message, or failure's
+/// absence as std::nullopt.
+std::optional<std::string>
+compileFirstError(mlir::MLIRContext &ctx,
+                  const mlir::loom::CompilerOptions &options) {
+  std::string message;
   mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error &&
-        message == "failed without a message")
+    if (d.getSeverity() == mlir::DiagnosticSeverity::Error && message.empty())
       message = d.str();
     return mlir::success();
   });
-  return mlir::succeeded(mlir::loom::compile(ctx, options)) ? std::string()
-                                                            : message;
+  if (mlir::succeeded(mlir::loom::compile(ctx, options)))
+    return std::nullopt;
+  return message;
 }
 
 /// Runs one node test; `workDir` holds its bundle.
@@ -129,17 +127,8 @@ Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
   options.emit = mlir::loom::EmitPhase::Bundle;
   if (runCuda)
     options.target = "cuda";
-  std::string message;
-  mlir::LogicalResult compiled = mlir::failure();
-  {
-    mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &d) {
-      if (d.getSeverity() == mlir::DiagnosticSeverity::Error && message.empty())
-        message = d.str();
-      return mlir::success();
-    });
-    compiled = mlir::loom::compile(ctx, options);
-  }
-  if (mlir::failed(compiled)) {
+  if (std::optional<std::string> error = compileFirstError(ctx, options)) {
+    const std::string &message = *error;
     size_t at = message.find("' op has no CPU lowering yet");
     if (at != std::string::npos)
       return {Outcome::Skipped,
@@ -252,9 +241,13 @@ Outcome runTest(mlir::MLIRContext &ctx, const std::string &dir,
     }
   }
   if (cuda) {
-    std::string error = compileForCuda(ctx, options, workDir);
-    if (!error.empty())
-      return {Outcome::Failed, "CUDA compile: " + error};
+    // The same model for the CUDA target: host code and kernels' fatbins.
+    mlir::loom::CompilerOptions gpu = options;
+    gpu.target = "cuda";
+    gpu.emit = mlir::loom::EmitPhase::LLVM;
+    gpu.outputPath = workDir + "/model.cuda.mlir";
+    if (std::optional<std::string> error = compileFirstError(ctx, gpu))
+      return {Outcome::Failed, "CUDA compile: " + *error};
   }
   return {Outcome::Passed, ""};
 }
