@@ -5,7 +5,8 @@ For a model, asks `loomc --plan --plan-only` for its plans on a cluster
 profile (by default one written here by `loom-run calibrate --nproc N`),
 then compiles each plan with the flags the planner printed, trains it for a
 few steps on N local ranks and compares the measured step time (median of
-the steps after the warm-up) with the prediction. Prints one line per plan, the largest error, and whether the
+the steps after the warm-up; of --rounds such runs, made one plan after
+another, the lowest) with the prediction. Prints one line per plan, the largest error, and whether the
 plan ranked first is the fastest measured (or within --first-within of it).
 Exits 1 when a plan's error is over --tolerance or the first plan is too
 slow.
@@ -76,6 +77,9 @@ def main():
     parser.add_argument("--plan-fix", default="")
     parser.add_argument("--steps", type=int, default=25)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of every plan, one plan after another; "
+                        "a plan's figure is its lowest median")
     parser.add_argument("--tolerance", type=float, default=0.20)
     parser.add_argument("--first-within", type=float, default=0.10)
     parser.add_argument("--workdir")
@@ -111,30 +115,44 @@ def main():
     data = []
     for d in args.data:
         data += ["--data", d]
-    rows = []
+    bundles = []
     for i, plan in enumerate(plans):
         bundle = os.path.join(work, f"plan{i + 1}.loom")
         mesh = [] if plan["mesh"] == "(one device)" else ["--mesh", plan["mesh"]]
         subprocess.run([os.path.join(bin_dir, "loomc"), args.model, "--train",
                         *train_flags, *mesh, *plan["flags"].split(),
                         "-o", bundle], check=True, stdout=subprocess.DEVNULL)
-        metrics = os.path.join(work, f"plan{i + 1}.jsonl")
-        subprocess.run([os.path.join(bin_dir, "loom-run"), "train", bundle,
-                        "--nproc", str(args.nproc), *data,
-                        "--steps", str(args.steps + args.warmup),
-                        "--no-shuffle", "--log-every", "100000",
-                        "--metrics", metrics],
-                       check=True, stdout=subprocess.DEVNULL)
-        with open(metrics) as f:
-            times = [json.loads(line)["step_ms"] for line in f
-                     if '"step_ms"' in line]
-        measured = statistics.median(times[args.warmup:])
+        bundles.append(bundle)
+
+    # Each round trains every plan once, so a plan's runs are minutes apart;
+    # a plan's figure is its lowest round median, which leaves out the
+    # stretches (seconds long) when something else on the machine slows a
+    # whole run.
+    medians = [[] for _ in plans]
+    for r in range(args.rounds):
+        for i, bundle in enumerate(bundles):
+            metrics = os.path.join(work, f"plan{i + 1}.round{r + 1}.jsonl")
+            subprocess.run([os.path.join(bin_dir, "loom-run"), "train", bundle,
+                            "--nproc", str(args.nproc), *data,
+                            "--steps", str(args.steps + args.warmup),
+                            "--no-shuffle", "--log-every", "100000",
+                            "--metrics", metrics],
+                           check=True, stdout=subprocess.DEVNULL)
+            with open(metrics) as f:
+                times = [json.loads(line)["step_ms"] for line in f
+                         if '"step_ms"' in line]
+            medians[i].append(statistics.median(times[args.warmup:]))
+
+    rows = []
+    for i, plan in enumerate(plans):
+        measured = min(medians[i])
         predicted = plan["step_ms"]
         error = predicted / measured - 1
         rows.append((i + 1, plan, predicted, measured, error))
+        rounds = " ".join(f"{m:.2f}" for m in medians[i])
         print(f"{i + 1:2d}  {plan['mesh']:<10} {plan['flags']:<60} "
-              f"predicted {predicted:8.2f} ms  measured {measured:8.2f} ms  "
-              f"error {100 * error:+6.1f} %", flush=True)
+              f"predicted {predicted:8.2f} ms  measured {measured:8.2f} ms "
+              f"(rounds: {rounds})  error {100 * error:+6.1f} %", flush=True)
 
     worst = max(abs(r[4]) for r in rows)
     fastest = min(r[3] for r in rows)

@@ -10,10 +10,15 @@
 #      (test/models, as test/e2e/pytorch-models.test does on the CPU);
 #   4. training equivalence: 10 steps of the MLP, the CNN and the GPT-style
 #      decoder on the GPU against the same bundles' CPU runs (losses and
-#      parameters within 1e-4 relative).
+#      parameters within 1e-4 relative);
+#   5. the benchmark: GPT-2 small (12 layers, d 768, batch 8 x 1024) trained
+#      in bf16 by Loom, PyTorch eager and torch.compile on this GPU, step
+#      times and MFU (bench/gpu.py; its table is in the log, its figures in
+#      BUILD/gpu-check/bench.json).
 # Usage: scripts/gpu-check.sh [BUILD_DIR]   (default build-gpu)
-# LOOM_GPU_CHECK_TARGET=cuda-emulated runs steps 3 and 4 with CPU bundles of
-# the same placement, to check this script on a machine without a GPU.
+# LOOM_GPU_CHECK_TARGET=cuda-emulated runs steps 3-5 with CPU bundles of
+# the same placement (step 5 with a 2-layer model and PyTorch on the CPU),
+# to check this script on a machine without a GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -84,6 +89,15 @@ step "training on the GPU = CPU: CNN" train cnn cnn \
 step "training on the GPU = CPU: GPT" train gpt gpt_opset14 \
   "tokens=$T/gpt_opset14.in.tokens.npy" "targets=$T/gpt_opset14.in.targets.npy" -- \
   --optimizer=sgd --lr=0.05 --momentum=0.9
+
+if [ "$TARGET" = cuda ]; then
+  step "benchmark: GPT-2 small, bf16, vs PyTorch" \
+    python3 bench/gpu.py --build "$BUILD" --json "$OUT/bench.json"
+else
+  step "benchmark (tiny, $TARGET, PyTorch on the CPU)" \
+    python3 bench/gpu.py --build "$BUILD" --tiny --target "$TARGET" \
+    --device cpu --no-compile --json "$OUT/bench.json"
+fi
 
 echo
 echo "gpu-check summary ($(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)):"

@@ -79,7 +79,7 @@ public:
       if (auto start = dyn_cast<AllReduceStartOp>(op)) {
         double bytes = tensorBytes(start.getInput().getType());
         p.events.push_back({Event::Start,
-                            allReduce(bytes, start.getMeshAxes()), 0,
+                            startedAllReduce(bytes, start.getMeshAxes()), 0,
                             start.getResult()});
         continue;
       }
@@ -212,8 +212,9 @@ private:
 
   /// The figures for a collective over a group spanning `span` ranks: the
   /// profile's fit (`measured`) within a node, else the link's.
-  plan::Link link(int64_t span,
-                  const std::optional<plan::Link> &measured) const {
+  plan::Link
+  link(int64_t span,
+       const std::optional<plan::MeasuredCollective> &measured) const {
     bool inside = span <= c.devicesPerNode;
     if (inside && measured)
       return *measured;
@@ -222,17 +223,23 @@ private:
     return l;
   }
 
-  /// A ring over the group of `axes` moving `bytes`: `passes` (n - 1)
-  /// latencies and passes (n - 1) / n of the bytes over the bandwidth (2
-  /// passes for all-reduce, 1 for all-gather and all-to-all). A started
-  /// all-reduce is timed as on an idle link: calibrate's all-reduce while
+  /// A ring over the group of `axes` moving `bytes`: within a node, the
+  /// time the profile measured at that size when it measured a group of
+  /// this many ranks; else `passes` (n - 1) latencies and passes (n - 1) / n
+  /// of the bytes over the bandwidth (2 passes for all-reduce, 1 for
+  /// all-gather and all-to-all). A started all-reduce is timed as on an
+  /// idle link (Cluster::allReduceStarted): calibrate's all-reduce while
   /// computing overstated the measured exposed time of overlapped gradient
   /// buckets (bench/plan.py).
   double ring(double bytes, ArrayAttr axes, double passes,
-              const std::optional<plan::Link> &measured) const {
+              const std::optional<plan::MeasuredCollective> &measured) const {
     auto [size, stride] = group(axes);
     if (size <= 1)
       return 0;
+    if (measured && size * stride <= c.devicesPerNode &&
+        measured->ranks == size)
+      if (std::optional<double> t = measured->timeFor(bytes))
+        return *t;
     plan::Link l = link(size * stride, measured);
     double g = size;
     return passes * ((g - 1) * l.latency + (g - 1) / g * bytes / l.bandwidth);
@@ -240,12 +247,20 @@ private:
   double allReduce(double bytes, ArrayAttr axes) const {
     return ring(bytes, axes, 2, c.allReduce);
   }
+  double startedAllReduce(double bytes, ArrayAttr axes) const {
+    return ring(bytes, axes, 2,
+                c.allReduceStarted ? c.allReduceStarted : c.allReduce);
+  }
   double allGather(double bytes, ArrayAttr axes) const {
     return ring(bytes, axes, 1, c.allGather);
   }
 
-  /// One message of `bytes` between neighbouring pipeline stages.
+  /// One message of `bytes` between neighbouring pipeline stages: the
+  /// profile's times by size, else latency + bytes / bandwidth.
   double message(double bytes) const {
+    if (c.p2p && 2 <= c.devicesPerNode)
+      if (std::optional<double> t = c.p2p->timeFor(bytes))
+        return *t;
     plan::Link l = link(2, c.p2p);
     return l.latency + bytes / l.bandwidth;
   }

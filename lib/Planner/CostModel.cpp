@@ -12,7 +12,9 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <map>
 
 using namespace mlir::loom::plan;
 using llvm::Expected;
@@ -28,28 +30,108 @@ double Cluster::peakFor(StringRef precision) const {
   return 0;
 }
 
+std::optional<double> MeasuredCollective::timeFor(double bytes) const {
+  if (times.empty())
+    return std::nullopt;
+  if (bytes <= times.front().first || times.size() == 1)
+    return times.front().second;
+  auto above = std::lower_bound(
+      times.begin(), times.end(), bytes,
+      [](const std::pair<double, double> &p, double b) { return p.first < b; });
+  if (above == times.end()) {
+    const auto &last = times.back(), &prev = times[times.size() - 2];
+    double slope = (last.second - prev.second) / (last.first - prev.first);
+    if (!(slope > 0))
+      slope = bandwidth > 0 ? 1 / bandwidth : 0;
+    return last.second + (bytes - last.first) * slope;
+  }
+  const auto &hi = *above, &lo = *(above - 1);
+  double w = (bytes - lo.first) / (hi.first - lo.first);
+  return lo.second + w * (hi.second - lo.second);
+}
+
 double Cluster::gemmRate(double m, double n, double k,
                          StringRef precision) const {
   // bf16-pure computes its products as mixed bf16 does.
   StringRef kind = precision == "bf16-pure" ? StringRef("bf16") : precision;
+  std::vector<const GemmSample *> own;
+  for (const GemmSample &s : gemm)
+    if (s.precision == kind)
+      own.push_back(&s);
+  if (own.empty())
+    return peakFor(precision) * gemmEfficiency;
+
+  // The grid's values along m, n and k.
+  auto key = [](const GemmSample &s) {
+    return std::array<int64_t, 3>{s.m, s.n, s.k};
+  };
+  std::array<std::vector<int64_t>, 3> axes;
+  std::map<std::array<int64_t, 3>, double> rate;
+  for (const GemmSample *s : own) {
+    std::array<int64_t, 3> at = key(*s);
+    for (int d = 0; d < 3; ++d)
+      axes[d].push_back(at[d]);
+    rate[at] = s->flops;
+  }
+  size_t corners = 1;
+  for (std::vector<int64_t> &axis : axes) {
+    std::sort(axis.begin(), axis.end());
+    axis.erase(std::unique(axis.begin(), axis.end()), axis.end());
+    corners *= axis.size();
+  }
+
+  // Samples on a full grid (what loom-run calibrate writes): interpolate
+  // between the two grid values around each of m, n and k, linearly in
+  // their logarithms, holding the edge value outside the grid. A shape
+  // between samples gets a rate between theirs instead of the nearest
+  // one's, so one sample's noise weighs only on the shapes around it.
+  if (corners == own.size() && rate.size() == own.size()) {
+    std::array<size_t, 3> lo, hi;
+    std::array<double, 3> weight; // of hi
+    std::array<double, 3> x = {m, n, k};
+    for (int d = 0; d < 3; ++d) {
+      const std::vector<int64_t> &axis = axes[d];
+      auto above = std::upper_bound(axis.begin(), axis.end(), x[d]);
+      if (above == axis.begin() || above == axis.end()) {
+        lo[d] = hi[d] = above == axis.begin() ? 0 : axis.size() - 1;
+        weight[d] = 0;
+        continue;
+      }
+      hi[d] = above - axis.begin();
+      lo[d] = hi[d] - 1;
+      weight[d] = std::log2(x[d] / double(axis[lo[d]])) /
+                  std::log2(double(axis[hi[d]]) / double(axis[lo[d]]));
+    }
+    double out = 0;
+    for (int corner = 0; corner < 8; ++corner) {
+      std::array<int64_t, 3> at;
+      double w = 1;
+      for (int d = 0; d < 3; ++d) {
+        bool upper = corner >> d & 1;
+        at[d] = axes[d][upper ? hi[d] : lo[d]];
+        w *= upper ? weight[d] : 1 - weight[d];
+      }
+      if (w > 0)
+        out += w * rate[at];
+    }
+    return out;
+  }
+
+  // Otherwise the sample nearest in the logarithms of m, n and k.
   const GemmSample *nearest = nullptr;
   double best = 0;
-  for (const GemmSample &s : gemm) {
-    if (s.precision != kind)
-      continue;
+  for (const GemmSample *s : own) {
     double d = 0;
-    for (auto [a, b] : {std::pair<double, double>{m, double(s.m)},
-                        {n, double(s.n)},
-                        {k, double(s.k)}}) {
+    for (auto [a, b] : {std::pair<double, double>{m, double(s->m)},
+                        {n, double(s->n)},
+                        {k, double(s->k)}}) {
       double r = std::log2(std::max(a, 1.0) / b);
       d += r * r;
     }
     if (!nearest || d < best)
-      nearest = &s, best = d;
+      nearest = s, best = d;
   }
-  if (nearest)
-    return nearest->flops;
-  return peakFor(precision) * gemmEfficiency;
+  return nearest->flops;
 }
 
 double Transformer::parameters() const {

@@ -36,6 +36,11 @@ public:
       this->known.insert(k);
   }
 
+  void allow(std::initializer_list<StringRef> more) {
+    for (StringRef k : more)
+      known.insert(k);
+  }
+
   Error unknownFields() const {
     for (const auto &kv : object)
       if (!known.contains(StringRef(kv.first)))
@@ -112,16 +117,61 @@ private:
   llvm::StringSet<> known;
 };
 
-Error readLink(Reader &parent, StringRef key, Link &link) {
+Error readLink(Reader &parent, StringRef key, Link &link,
+               std::initializer_list<StringRef> more = {}) {
   Expected<const json::Object *> o = parent.object_(key);
   if (!o)
     return o.takeError();
   Reader r(**o, parent.path(key), {"bandwidth_gbs", "latency_us", "note"});
+  r.allow(more);
   if (Error e = r.unknownFields())
     return e;
   if (Error e = r.number("bandwidth_gbs", link.bandwidth, true, 1e9))
     return e;
   return r.number("latency_us", link.latency, true, 1e-6);
+}
+
+/// A measured collective: its fit (bandwidth_gbs, latency_us) and,
+/// optionally, the group size it was measured over (ranks) and its times
+/// by size (times: [{"bytes", "us"}], by increasing bytes).
+Error readMeasured(Reader &parent, StringRef key, MeasuredCollective &out) {
+  if (Error e = readLink(parent, key, out, {"ranks", "times"}))
+    return e;
+  Expected<const json::Object *> o = parent.object_(key);
+  if (!o)
+    return o.takeError();
+  std::string where = parent.path(key);
+  Reader r(**o, where, {});
+  if (Error e = r.integer("ranks", out.ranks, false))
+    return e;
+  const json::Value *times = (*o)->get("times");
+  if (!times)
+    return Error::success();
+  const json::Array *rows = times->getAsArray();
+  if (!rows || !out.ranks)
+    return llvm::createStringError(
+        "\"" + where +
+        ".times\" must be an array of {\"bytes\", \"us\"} "
+        "next to \"ranks\"");
+  for (auto [index, row] : llvm::enumerate(*rows)) {
+    std::string at = where + ".times[" + std::to_string(index) + "]";
+    const json::Object *point = row.getAsObject();
+    if (!point)
+      return llvm::createStringError("\"" + at + "\" must be an object");
+    Reader p(*point, at, {"bytes", "us"});
+    double bytes = 0, seconds = 0;
+    if (Error e = p.unknownFields())
+      return e;
+    if (Error e = p.number("bytes", bytes, true))
+      return e;
+    if (Error e = p.number("us", seconds, true, 1e-6))
+      return e;
+    if (!out.times.empty() && bytes <= out.times.back().first)
+      return llvm::createStringError("\"" + at +
+                                     "\" must come after a smaller size");
+    out.times.push_back({bytes, seconds});
+  }
+  return Error::success();
 }
 
 Expected<json::Value> readJsonFile(StringRef path) {
@@ -237,18 +287,20 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
     Expected<const json::Object *> measured = r.object_("collectives");
     if (!measured)
       return measured.takeError();
-    Reader m(**measured, "collectives", {"all_reduce", "all_gather", "p2p"});
+    Reader m(**measured, "collectives",
+             {"all_reduce", "all_reduce_started", "all_gather", "p2p"});
     if (Error e = m.unknownFields())
       return std::move(e);
     for (auto [key, field] :
-         {std::pair<StringRef, std::optional<Link> *>{"all_reduce",
-                                                      &c.allReduce},
+         {std::pair<StringRef, std::optional<MeasuredCollective> *>{
+              "all_reduce", &c.allReduce},
+          {"all_reduce_started", &c.allReduceStarted},
           {"all_gather", &c.allGather},
           {"p2p", &c.p2p}}) {
       if (!(*measured)->get(key))
         continue;
-      Link link;
-      if (Error e = readLink(m, key, link))
+      MeasuredCollective link;
+      if (Error e = readMeasured(m, key, link))
         return std::move(e);
       if (!(link.bandwidth > 0))
         return llvm::createStringError("\"collectives." + key +
@@ -330,12 +382,23 @@ json::Value mlir::loom::plan::clusterToJson(const Cluster &c) {
     root["source"] = c.source;
   json::Object measured;
   for (auto [key, field] :
-       {std::pair<StringRef, const std::optional<Link> *>{"all_reduce",
-                                                          &c.allReduce},
+       {std::pair<StringRef, const std::optional<MeasuredCollective> *>{
+            "all_reduce", &c.allReduce},
+        {"all_reduce_started", &c.allReduceStarted},
         {"all_gather", &c.allGather},
-        {"p2p", &c.p2p}})
-    if (*field)
-      measured[key] = link(**field);
+        {"p2p", &c.p2p}}) {
+    if (!*field)
+      continue;
+    json::Object o = link(**field);
+    if ((*field)->ranks) {
+      o["ranks"] = (*field)->ranks;
+      json::Array times;
+      for (auto [bytes, seconds] : (*field)->times)
+        times.push_back(json::Object{{"bytes", bytes}, {"us", seconds * 1e6}});
+      o["times"] = std::move(times);
+    }
+    measured[key] = std::move(o);
+  }
   if (!measured.empty())
     root["collectives"] = std::move(measured);
   return root;

@@ -107,12 +107,16 @@ int fail(const Twine &message) {
 
 /// Runs `body` once untimed, then as many times as fill `seconds` (at least
 /// twice) and returns the mean time of one run. Every rank runs it the same
-/// number of times, since `body` may be a collective.
-template <typename Body>
-double timeIt(loom::comm::Communicator *comm, double seconds, Body body) {
+/// number of times, since `body` may be a collective. With `before`, each
+/// run of `body` comes after a call of `before`, which is not timed.
+template <typename Body, typename Before = void (*)()>
+double timeIt(
+    loom::comm::Communicator *comm, double seconds, Body body,
+    Before before = [] {}) {
   if (comm)
     comm->barrier();
   auto start = Clock::now();
+  before();
   body();
   // The slowest rank's first run sets the count (ranks that take no part
   // in `body` would ask for a million).
@@ -123,10 +127,13 @@ double timeIt(loom::comm::Communicator *comm, double seconds, Body body) {
   }
   float runs = std::max(2.0, std::ceil(seconds / std::max(once, 1e-9f)));
   runs = std::min(runs, 1e6f);
-  start = Clock::now();
-  for (int i = 0; i < int(runs); ++i)
+  double elapsed = 0;
+  for (int i = 0; i < int(runs); ++i) {
+    before();
+    start = Clock::now();
     body();
-  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    elapsed += std::chrono::duration<double>(Clock::now() - start).count();
+  }
   if (comm)
     comm->barrier();
   return elapsed / int(runs);
@@ -143,35 +150,50 @@ double meanOverRanks(loom::comm::Communicator *comm, double value) {
 
 namespace plan = mlir::loom::plan;
 
+/// Passes over the GEMM grid. A shape's figure is the median of its passes:
+/// the passes are seconds apart, so a burst of load from elsewhere on the
+/// machine (this VM's neighbours, a rank's helper threads) slows one pass
+/// of a shape rather than every measurement of it.
+constexpr int kGemmPasses = 3;
+
 std::vector<plan::GemmSample> measureGemms(loom::comm::Communicator *comm,
-                                     double seconds) {
+                                           double seconds) {
   static const int64_t rows[] = {16, 64, 256, 1024, 4096};
   static const int64_t widths[] = {32, 128, 512, 2048};
   std::vector<plan::GemmSample> samples;
   for (const char *precision : {"fp32", "bf16"})
     for (int64_t m : rows)
       for (int64_t k : widths)
-        for (int64_t n : widths) {
-          double flops = 2.0 * m * n * k;
-          std::vector<float> c(m * n);
-          Matrix<float> cm = matrix(c, m, n);
-          double t;
-          if (std::string(precision) == "fp32") {
-            std::vector<float> a(m * k, 0.5f), b(k * n, 0.25f);
-            Matrix<float> am = matrix(a, m, k), bm = matrix(b, k, n);
-            t = timeIt(comm, seconds, [&] {
-              _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
-            });
-          } else {
-            std::vector<uint16_t> a(m * k, 0x3f00), b(k * n, 0x3e80);
-            Matrix<uint16_t> am = matrix(a, m, k), bm = matrix(b, k, n);
-            t = timeIt(comm, seconds, [&] {
-              _mlir_ciface_loom_kernel_matmul_bf16(&am, &bm, &cm, 4);
-            });
-          }
-          samples.push_back(
-              {m, n, k, precision, meanOverRanks(comm, flops / t)});
-        }
+        for (int64_t n : widths)
+          samples.push_back({m, n, k, precision, 0});
+  std::vector<std::vector<double>> rates(samples.size());
+  for (int pass = 0; pass < kGemmPasses; ++pass)
+    for (size_t i = 0; i < samples.size(); ++i) {
+      const plan::GemmSample &s = samples[i];
+      std::vector<float> c(s.m * s.n);
+      Matrix<float> cm = matrix(c, s.m, s.n);
+      double t;
+      if (s.precision == "fp32") {
+        std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f);
+        Matrix<float> am = matrix(a, s.m, s.k), bm = matrix(b, s.k, s.n);
+        t = timeIt(comm, seconds / kGemmPasses, [&] {
+          _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
+        });
+      } else {
+        std::vector<uint16_t> a(s.m * s.k, 0x3f00), b(s.k * s.n, 0x3e80);
+        Matrix<uint16_t> am = matrix(a, s.m, s.k), bm = matrix(b, s.k, s.n);
+        t = timeIt(comm, seconds / kGemmPasses, [&] {
+          _mlir_ciface_loom_kernel_matmul_bf16(&am, &bm, &cm, 4);
+        });
+      }
+      double flops = 2.0 * s.m * s.n * s.k;
+      rates[i].push_back(meanOverRanks(comm, flops / t));
+    }
+  for (size_t i = 0; i < samples.size(); ++i) {
+    std::vector<double> &r = rates[i];
+    std::nth_element(r.begin(), r.begin() + r.size() / 2, r.end());
+    samples[i].flops = r[r.size() / 2];
+  }
   return samples;
 }
 
@@ -286,17 +308,20 @@ private:
 /// for the group (the ring's 2 (n - 1) and 2 (n - 1) / n * bytes for
 /// all-reduce): the latency from the three smallest sizes (their median,
 /// which one scheduling hiccup does not move), the bandwidth from the slope
-/// between the two largest.
+/// between the two largest. `times` keeps each size's measured time.
 struct Fit {
   struct Point {
     double steps, volume, t;
   };
   std::vector<Point> points; // by increasing size
-  void add(double steps, double volumeBytes, double t) {
+  std::vector<std::pair<double, double>> times; // bytes, seconds
+  void add(double steps, double volumeBytes, double bytes, double t) {
     points.push_back({steps, volumeBytes, t});
+    times.push_back({bytes, t});
   }
-  /// Bandwidth (bytes per second) and latency (seconds), both positive.
-  plan::Link solve() const {
+  /// The fit (bandwidth in bytes per second and latency in seconds, both
+  /// positive) and the times by size, for a group of `ranks`.
+  plan::MeasuredCollective solve(int64_t ranks) const {
     std::vector<double> small;
     for (size_t i = 0; i < points.size() && i < 3; ++i)
       small.push_back(points[i].t / points[i].steps);
@@ -306,30 +331,50 @@ struct Fit {
     double slope = (big.t - prev.t) / (big.volume - prev.volume);
     if (!(slope > 0))
       slope = std::max(big.t - big.steps * latency, 1e-9) / big.volume;
-    return {1 / slope, latency};
+    plan::MeasuredCollective out;
+    out.bandwidth = 1 / slope;
+    out.latency = latency;
+    out.ranks = ranks;
+    out.times = times;
+    return out;
   }
 };
 
 /// All-reduce, all-gather and point-to-point transfers between the ranks,
-/// each fitted to its formula: all-reduce 2 (n - 1) latency + 2 (n - 1) / n
-/// bytes / bandwidth, all-gather (n - 1) latency + (n - 1) / n bytes /
-/// bandwidth (bytes of the gathered tensor), a message latency + bytes /
-/// bandwidth (timed as half a round trip between ranks 0 and 1).
+/// with their times by size and each fitted to its formula: all-reduce
+/// 2 (n - 1) latency + 2 (n - 1) / n bytes / bandwidth, all-gather (n - 1)
+/// latency + (n - 1) / n bytes / bandwidth (bytes of the gathered tensor),
+/// a message latency + bytes / bandwidth (timed as half a round trip
+/// between ranks 0 and 1).
 struct Collectives {
-  plan::Link allReduce, allGather, p2p;
+  plan::MeasuredCollective allReduce, allGather, p2p;
+  /// All-reduce back to back, the ranks' cores awake: how a started
+  /// all-reduce runs while the rank computes.
+  plan::MeasuredCollective allReduceStarted;
   /// All-reduce started while the rank computes (an overlapped gradient
   /// bucket), its threads sharing the rank's CPUs with the compute: printed
   /// for comparison, not part of the profile (the planner times started
   /// all-reduces as on an idle link, which matched measured steps better).
-  plan::Link allReduceOverlapped;
+  plan::MeasuredCollective allReduceOverlapped;
 };
+
+/// Passes over the collectives' sizes; each figure is the median of its
+/// passes. On this kind of machine (a VM whose cores sleep while a rank
+/// waits) one small collective takes 0.3 ms or 3 ms depending on how the
+/// ranks' threads are woken, in stretches; spreading a size's runs over
+/// passes seconds apart measures its typical time.
+constexpr int kCollectivePasses = 3;
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
 
 Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
                                raw_ostream &log) {
   CollectiveThread thread;
   double n = comm->size();
   int rank = comm->rank();
-  Fit reduceFit, gatherFit, p2pFit, overlappedFit;
   // What the rank computes meanwhile: small products, as a backward pass
   // does between its buckets.
   const int64_t side = 128;
@@ -337,65 +382,127 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
       c(side * side);
   Matrix<float> am = matrix(a, side, side), bm = matrix(b, side, side),
                 cm = matrix(c, side, side);
+  // A training step issues each collective after computing for a while,
+  // and on this kind of machine (a VM whose idle cores sleep) a collective
+  // then takes up to several times as long as one run right after another
+  // (2.6-4.5 ms against 0.4-2.5 ms for a 4 KiB or 512 KiB all-reduce on 2
+  // ranks here). So every collective, message and round trip below is timed
+  // after the ranks computed for kComputeGap.
+  constexpr double kComputeGap = 2e-3;
+  auto compute = [&] {
+    auto start = Clock::now();
+    while (std::chrono::duration<double>(Clock::now() - start).count() <
+           kComputeGap)
+      _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
+  };
   static const size_t counts[] = {64,     1024,    16384,
                                   131072, 1 << 20, 1 << 22};
-  for (size_t count : counts) {
-    std::vector<float> data(count, 1.0f), gathered(count);
+  constexpr size_t sizes = std::size(counts);
+  // [kind][size] -> one time per pass; kinds: all-reduce, all-gather,
+  // message, all-reduce while computing, all-reduce back to back.
+  std::vector<double> measured[5][sizes];
+  for (int pass = 0; pass < kCollectivePasses; ++pass)
+    for (size_t i = 0; i < sizes; ++i) {
+      size_t count = counts[i];
+      std::vector<float> data(count, 1.0f), gathered(count);
+      double bytes = count * sizeof(float);
+      measured[0][i].push_back(meanOverRanks(
+          comm, timeIt(
+                    comm, seconds,
+                    [&] {
+                      thread.run([&] {
+                        comm->allReduce(data.data(), count,
+                                        loom::comm::ReduceOp::Sum);
+                      });
+                    },
+                    compute)));
+      // Each rank contributes count / n: the gathered tensor has `count`.
+      size_t part = std::max<size_t>(1, count / comm->size());
+      measured[1][i].push_back(meanOverRanks(
+          comm, timeIt(
+                    comm, seconds,
+                    [&] {
+                      thread.run([&] {
+                        comm->allGather(data.data(), gathered.data(), part);
+                      });
+                    },
+                    compute)));
+      uint64_t sequence = 0;
+      double roundTrip = meanOverRanks(
+          comm, timeIt(
+                    comm, seconds,
+                    [&] {
+                      if (rank == 0) {
+                        thread.run([&] {
+                          comm->send(data.data(), bytes, 1, sequence);
+                          comm->waitSends();
+                        });
+                        thread.run([&] {
+                          comm->recv(data.data(), bytes, 1, sequence);
+                        });
+                      } else if (rank == 1) {
+                        thread.run([&] {
+                          comm->recv(data.data(), bytes, 0, sequence);
+                        });
+                        thread.run([&] {
+                          comm->send(data.data(), bytes, 0, sequence);
+                          comm->waitSends();
+                        });
+                      }
+                      ++sequence;
+                    },
+                    compute));
+      // Ranks other than 0 and 1 took no part; the mean over 2 of them is
+      // what ranks 0 and 1 measured.
+      measured[2][i].push_back(roundTrip * n / 2 / 2);
+      // Started, then computed over until it is done: the time from its
+      // start to the first product that sees it finished.
+      measured[3][i].push_back(meanOverRanks(
+          comm, timeIt(comm, seconds, [&] {
+            thread.start([&] {
+              comm->allReduce(data.data(), count, loom::comm::ReduceOp::Sum);
+            });
+            while (!thread.finished())
+              _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
+            thread.finish();
+          })));
+      measured[4][i].push_back(meanOverRanks(
+          comm, timeIt(comm, seconds, [&] {
+            thread.run([&] {
+              comm->allReduce(data.data(), count, loom::comm::ReduceOp::Sum);
+            });
+          })));
+    }
+
+  Fit reduceFit, gatherFit, p2pFit, overlappedFit, backToBackFit;
+  for (size_t i = 0; i < sizes; ++i) {
+    size_t count = counts[i];
     double bytes = count * sizeof(float);
-    double reduce = meanOverRanks(comm, timeIt(comm, seconds, [&] {
-      thread.run([&] {
-        comm->allReduce(data.data(), count, loom::comm::ReduceOp::Sum);
-      });
-    }));
-    // Each rank contributes count / n: the gathered tensor has `count`.
+    double reduce = median(measured[0][i]), gather = median(measured[1][i]),
+           message = median(measured[2][i]),
+           overlapped = median(measured[3][i]),
+           backToBack = median(measured[4][i]);
+    log << format("  %9.0f bytes: all-reduce %8.1f us (%8.1f us back to "
+                  "back, %8.1f us while computing), all-gather %8.1f us, "
+                  "message %8.1f us\n",
+                  bytes, reduce * 1e6, backToBack * 1e6, overlapped * 1e6,
+                  gather * 1e6, message * 1e6);
+    backToBackFit.add(2 * (n - 1), 2 * (n - 1) / n * bytes, bytes, backToBack);
+    overlappedFit.add(2 * (n - 1), 2 * (n - 1) / n * bytes, bytes, overlapped);
+    reduceFit.add(2 * (n - 1), 2 * (n - 1) / n * bytes, bytes, reduce);
     size_t part = std::max<size_t>(1, count / comm->size());
-    double gather = meanOverRanks(comm, timeIt(comm, seconds, [&] {
-      thread.run([&] {
-        comm->allGather(data.data(), gathered.data(), part);
-      });
-    }));
-    uint64_t sequence = 0;
-    double roundTrip = meanOverRanks(comm, timeIt(comm, seconds, [&] {
-      if (rank == 0) {
-        thread.run([&] {
-          comm->send(data.data(), bytes, 1, sequence);
-          comm->waitSends();
-        });
-        thread.run([&] { comm->recv(data.data(), bytes, 1, sequence); });
-      } else if (rank == 1) {
-        thread.run([&] { comm->recv(data.data(), bytes, 0, sequence); });
-        thread.run([&] {
-          comm->send(data.data(), bytes, 0, sequence);
-          comm->waitSends();
-        });
-      }
-      ++sequence;
-    }));
-    // Ranks other than 0 and 1 took no part; the mean over 2 of them is
-    // what ranks 0 and 1 measured.
-    roundTrip *= n / 2;
-    // Started, then computed over until it is done: the time from its
-    // start to the first product that sees it finished.
-    double overlapped = meanOverRanks(comm, timeIt(comm, seconds, [&] {
-      thread.start([&] {
-        comm->allReduce(data.data(), count, loom::comm::ReduceOp::Sum);
-      });
-      while (!thread.finished())
-        _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
-      thread.finish();
-    }));
-    log << format("  %9.0f bytes: all-reduce %8.1f us (%8.1f us while "
-                  "computing), all-gather %8.1f us, message %8.1f us\n",
-                  bytes, reduce * 1e6, overlapped * 1e6, gather * 1e6,
-                  roundTrip / 2 * 1e6);
-    overlappedFit.add(2 * (n - 1), 2 * (n - 1) / n * bytes, overlapped);
-    reduceFit.add(2 * (n - 1), 2 * (n - 1) / n * bytes, reduce);
     double gatheredBytes = double(part) * comm->size() * sizeof(float);
-    gatherFit.add(n - 1, (n - 1) / n * gatheredBytes, gather);
-    p2pFit.add(1, bytes, roundTrip / 2);
+    gatherFit.add(n - 1, (n - 1) / n * gatheredBytes, gatheredBytes, gather);
+    p2pFit.add(1, bytes, bytes, message);
   }
-  return {reduceFit.solve(), gatherFit.solve(), p2pFit.solve(),
-          overlappedFit.solve()};
+  int64_t ranks = comm->size();
+  Collectives out;
+  out.allReduce = reduceFit.solve(ranks);
+  out.allGather = gatherFit.solve(ranks);
+  out.p2p = p2pFit.solve(2);
+  out.allReduceOverlapped = overlappedFit.solve(ranks);
+  out.allReduceStarted = backToBackFit.solve(ranks);
+  return out;
 }
 
 std::string cpuName() {
@@ -466,12 +573,13 @@ int runCalibrate(int argc, char **argv) {
   log << format("  memory bandwidth: %.2f GB/s per rank\n",
                 profile.memoryBandwidth / 1e9);
   if (comm)
-    for (auto [name, fit] : {std::pair<const char *, plan::Link>{
-                                 "all-reduce", collectives.allReduce},
-                             {"all-reduce while computing",
-                              collectives.allReduceOverlapped},
-                             {"all-gather", collectives.allGather},
-                             {"message", collectives.p2p}})
+    for (auto [name, fit] :
+         {std::pair<const char *, plan::Link>{"all-reduce",
+                                              collectives.allReduce},
+          {"all-reduce back to back", collectives.allReduceStarted},
+          {"all-reduce while computing", collectives.allReduceOverlapped},
+          {"all-gather", collectives.allGather},
+          {"message", collectives.p2p}})
       log << format("  %s fit: latency %.1f us, bandwidth %.2f GB/s\n", name,
                     fit.latency * 1e6, fit.bandwidth / 1e9);
   if (rank != 0)
@@ -498,6 +606,7 @@ int runCalibrate(int argc, char **argv) {
   profile.nodes = 1;
   if (comm) {
     profile.allReduce = collectives.allReduce;
+    profile.allReduceStarted = collectives.allReduceStarted;
     profile.allGather = collectives.allGather;
     profile.p2p = collectives.p2p;
   }

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::loom::plan {
@@ -47,6 +48,24 @@ namespace mlir::loom::plan {
 struct Link {
   double bandwidth = 0;
   double latency = 0;
+};
+
+/// A collective measured on the cluster itself (`loom-run calibrate`): the
+/// fit of its formula (the Link) and the times measured at each size over
+/// a group of `ranks`.
+struct MeasuredCollective : Link {
+  MeasuredCollective() = default;
+  /// A fit alone.
+  MeasuredCollective(const Link &fit) : Link(fit) {}
+
+  int64_t ranks = 0;
+  /// (bytes, seconds) by increasing bytes; empty when only the fit is known.
+  std::vector<std::pair<double, double>> times;
+  /// Seconds for `bytes` from the measured times: linear between the two
+  /// sizes around `bytes`, the smallest size's time below them and the
+  /// slope of the two largest above (the fit's bandwidth where that slope
+  /// is not positive). std::nullopt without times.
+  std::optional<double> timeFor(double bytes) const;
 };
 
 /// A measured matrix product: m x k by k x n in `precision` ("fp32" or
@@ -86,19 +105,29 @@ struct Cluster {
   /// The fraction of a link's bandwidth collectives reach.
   double linkEfficiency = 0.8;
 
-  /// Measured fits of collectives within a node (`loom-run calibrate`),
-  /// used instead of the link's figures when present: all-reduce,
-  /// all-gather and point-to-point messages.
-  std::optional<Link> allReduce, allGather, p2p;
+  /// Collectives measured within a node (`loom-run calibrate`), used
+  /// instead of the link's figures when present: all-reduce, all-gather and
+  /// point-to-point messages (their times by size for groups of the
+  /// measured size, else their fits).
+  std::optional<MeasuredCollective> allReduce, allGather, p2p;
+  /// A started all-reduce (a gradient bucket the backward pass computes
+  /// over), measured back to back: while the rank computes, its cores are
+  /// awake, and the started all-reduce runs as on an idle link. The
+  /// synchronous ones above are measured after the ranks computed, as a
+  /// step issues them. Without it, `allReduce` times started ones too.
+  std::optional<MeasuredCollective> allReduceStarted;
   /// Measured GEMM rates by shape (empty: the peak times gemmEfficiency
   /// for every shape).
   std::vector<GemmSample> gemm;
 
   int64_t devices() const { return devicesPerNode * nodes; }
-  /// The FLOP/s a product of m x k by k x n in `precision` reaches: the
-  /// measured sample nearest in shape (by the logarithms of m, n and k)
-  /// when the profile has samples of that precision, else the roofline of
-  /// peakFor(precision) x gemmEfficiency. 0 when the device has none.
+  /// The FLOP/s a product of m x k by k x n in `precision` reaches, from
+  /// the profile's samples of that precision: interpolated between the
+  /// grid's neighbours (linearly in log m, log n, log k; the edge's value
+  /// outside) when the samples fill a grid, as calibrate's do, else the
+  /// sample nearest in shape (by the logarithms). Without samples, the
+  /// roofline of peakFor(precision) x gemmEfficiency; 0 when the device has
+  /// none.
   double gemmRate(double m, double n, double k,
                   llvm::StringRef precision) const;
   /// Peak FLOP/s of matrix products in `precision` ("fp32", "bf16",

@@ -54,13 +54,9 @@ protected:
 
 constexpr double ms = 1e-3;
 
-TEST_F(StepSimulationTest, AllReduceOverlapsTheWorkUntilItsWait) {
-  // all-reduce of 4000 bytes over 2 ranks: 2 (2 - 1) x 0.5 ms latency +
-  // 2 (2 - 1) / 2 x 4000 B / (4e6 B/s) = 1 ms + 1 ms = 2 ms. Timeline:
-  // product [0, 1], all-reduce started at 1 ends at 3, product [1, 2], the
-  // wait until 3: step 3 ms, of which 2 compute and 1 exposed.
-  cluster.allReduce = loom::plan::Link{4e6, 0.5e-3};
-  FailureOr<loom::StepPrediction> p = predict(R"mlir(
+/// Two 1 ms products, an all-reduce of 4000 bytes started after the first
+/// and waited for after the second.
+constexpr const char *kStartedAllReduce = R"mlir(
     loom.mesh @mesh = <dp = 2>
     func.func @train_step(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>,
                           %g: tensor<1000xf32>) -> (tensor<64x16xf32>, tensor<64x16xf32>, tensor<1000xf32>) {
@@ -69,7 +65,15 @@ TEST_F(StepSimulationTest, AllReduceOverlapsTheWorkUntilItsWait) {
       %d = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
       %w = loom.wait %s : tensor<1000xf32>
       return %c, %d, %w : tensor<64x16xf32>, tensor<64x16xf32>, tensor<1000xf32>
-    })mlir");
+    })mlir";
+
+TEST_F(StepSimulationTest, AllReduceOverlapsTheWorkUntilItsWait) {
+  // all-reduce of 4000 bytes over 2 ranks: 2 (2 - 1) x 0.5 ms latency +
+  // 2 (2 - 1) / 2 x 4000 B / (4e6 B/s) = 1 ms + 1 ms = 2 ms. Timeline:
+  // product [0, 1], all-reduce started at 1 ends at 3, product [1, 2], the
+  // wait until 3: step 3 ms, of which 2 compute and 1 exposed.
+  cluster.allReduce = loom::plan::Link{4e6, 0.5e-3};
+  FailureOr<loom::StepPrediction> p = predict(kStartedAllReduce);
   ASSERT_TRUE(succeeded(p));
   EXPECT_NEAR(p->step, 3 * ms, 1e-9);
   EXPECT_NEAR(p->compute, 2 * ms, 1e-9);
@@ -141,6 +145,79 @@ TEST_F(StepSimulationTest, StagesWaitingForEachOtherAreAnError) {
     })mlir");
   EXPECT_TRUE(failed(p));
   EXPECT_NE(message.find("do not match"), std::string::npos) << message;
+}
+
+TEST_F(StepSimulationTest, MeasuredTimesBySizeTimeCollectives) {
+  loom::plan::MeasuredCollective reduce(loom::plan::Link{4e6, 0.5e-3});
+  reduce.ranks = 2;
+  reduce.times = {{1000, 1e-3}, {3000, 2e-3}, {5000, 5e-3}};
+  // Linear between the sizes around 2000 and 4000 bytes; the smallest's
+  // time below; the last slope (1.5 us per byte) beyond.
+  EXPECT_DOUBLE_EQ(*reduce.timeFor(2000), 1.5e-3);
+  EXPECT_DOUBLE_EQ(*reduce.timeFor(4000), 3.5e-3);
+  EXPECT_DOUBLE_EQ(*reduce.timeFor(10), 1e-3);
+  EXPECT_DOUBLE_EQ(*reduce.timeFor(6000), 6.5e-3);
+  EXPECT_FALSE(loom::plan::MeasuredCollective().timeFor(10));
+
+  // The all-reduce of 4000 bytes over the 2 ranks measured takes 3.5 ms
+  // (the fit would say 2 ms): after the 1 ms product, the wait: 4.5 ms.
+  cluster.allReduce = reduce;
+  const char *step = R"mlir(
+    loom.mesh @mesh = <dp = 2>
+    func.func @train_step(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>,
+                          %g: tensor<1000xf32>) -> (tensor<64x16xf32>, tensor<1000xf32>) {
+      %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+      %r = loom.all_reduce sum %g on @mesh ["dp"] : tensor<1000xf32>
+      return %c, %r : tensor<64x16xf32>, tensor<1000xf32>
+    })mlir";
+  FailureOr<loom::StepPrediction> p = predict(step);
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_NEAR(p->step, 4.5 * ms, 1e-9);
+  // Times measured over another group size: the fit.
+  cluster.allReduce->ranks = 4;
+  p = predict(step);
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_NEAR(p->step, 3 * ms, 1e-9);
+
+  // A started all-reduce takes the back-to-back times when the profile has
+  // them (4000 bytes: 0.875 ms, done before the second product ends at
+  // 2 ms), else the synchronous ones (3.5 ms from 1 ms: 4.5 ms).
+  cluster.allReduce->ranks = 2;
+  p = predict(kStartedAllReduce);
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_NEAR(p->step, 4.5 * ms, 1e-9);
+  loom::plan::MeasuredCollective backToBack = reduce;
+  backToBack.times = {{1000, 0.5e-3}, {5000, 1e-3}};
+  cluster.allReduceStarted = backToBack;
+  p = predict(kStartedAllReduce);
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_NEAR(p->step, 2 * ms, 1e-9);
+}
+
+TEST_F(StepSimulationTest, GemmRatesInterpolateOnAGrid) {
+  // Samples on a 2x2x2 grid (m 16|256, n 32|512, k 32|512): every corner 1
+  // GFLOP/s except m=256, n=512, k=512 at 9 GFLOP/s.
+  cluster.gemm.clear();
+  for (int64_t m : {16, 256})
+    for (int64_t n : {32, 512})
+      for (int64_t k : {32, 512})
+        cluster.gemm.push_back(
+            {m, n, k, "fp32", m == 256 && n == 512 && k == 512 ? 9e9 : 1e9});
+  // On a sample: its rate.
+  EXPECT_DOUBLE_EQ(cluster.gemmRate(256, 512, 512, "fp32"), 9e9);
+  EXPECT_DOUBLE_EQ(cluster.gemmRate(16, 512, 512, "fp32"), 1e9);
+  // Halfway in log2 along k (128 between 32 and 512) at m=256, n=512:
+  // (1 + 9) / 2.
+  EXPECT_DOUBLE_EQ(cluster.gemmRate(256, 512, 128, "fp32"), 5e9);
+  // A quarter of the way along m (32: log2 16 = 4, 256 = 8), halfway
+  // along n and k: 1 + 8 * 0.25 * 0.5 * 0.5.
+  EXPECT_DOUBLE_EQ(cluster.gemmRate(32, 128, 128, "fp32"), 1.5e9);
+  // Beyond the grid: the edge's value.
+  EXPECT_DOUBLE_EQ(cluster.gemmRate(4096, 4096, 4096, "fp32"), 9e9);
+  EXPECT_DOUBLE_EQ(cluster.gemmRate(1, 1, 1, "fp32"), 1e9);
+  // A missing corner: not a grid, so the nearest sample.
+  cluster.gemm.pop_back();
+  EXPECT_DOUBLE_EQ(cluster.gemmRate(256, 512, 200, "fp32"), 1e9);
 }
 
 TEST_F(StepSimulationTest, GemmRatesComeFromTheNearestMeasuredShape) {

@@ -275,7 +275,9 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
       "\"bf16\", \"gflops\": 150}], \"peak_tflops\"");
   calibrated.replace(calibrated.find("\"intra_node\""), 12,
                      "\"collectives\": {\"all_reduce\": {\"bandwidth_gbs\": "
-                     "2, \"latency_us\": 130}}, \"intra_node\"");
+                     "2, \"latency_us\": 130, \"ranks\": 2, \"times\": "
+                     "[{\"bytes\": 256, \"us\": 300}, {\"bytes\": 4096, "
+                     "\"us\": 500}]}}, \"intra_node\"");
   llvm::Expected<llvm::json::Value> cv = llvm::json::parse(calibrated);
   ASSERT_TRUE(bool(cv));
   llvm::Expected<Cluster> cc = parseCluster(*cv);
@@ -286,6 +288,10 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
   ASSERT_TRUE(cc->allReduce.has_value());
   EXPECT_DOUBLE_EQ(cc->allReduce->bandwidth, 2e9);
   EXPECT_DOUBLE_EQ(cc->allReduce->latency, 130e-6);
+  EXPECT_EQ(cc->allReduce->ranks, 2);
+  ASSERT_EQ(cc->allReduce->times.size(), 2u);
+  EXPECT_DOUBLE_EQ(cc->allReduce->times[1].first, 4096);
+  EXPECT_DOUBLE_EQ(cc->allReduce->times[1].second, 500e-6);
   EXPECT_FALSE(cc->allGather.has_value());
   auto swap = [&](const std::string &from, const std::string &to) {
     std::string text = calibrated;
@@ -308,6 +314,14 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
   EXPECT_EQ(swap("\"bandwidth_gbs\": 2, \"latency_us\": 130",
                  "\"bandwidth_gbs\": 0, \"latency_us\": 130"),
             "\"collectives.all_reduce.bandwidth_gbs\" must be positive");
+  EXPECT_EQ(swap("\"bytes\": 4096", "\"bytes\": 128"),
+            "\"collectives.all_reduce.times[1]\" must come after a smaller "
+            "size");
+  EXPECT_EQ(swap("\"us\": 500", "\"ms\": 500"),
+            "\"collectives.all_reduce.times[1].ms\" is not a known field");
+  EXPECT_EQ(swap("\"ranks\": 2, ", ""),
+            "\"collectives.all_reduce.times\" must be an array of "
+            "{\"bytes\", \"us\"} next to \"ranks\"");
 
   // What clusterToJson writes (loom-run calibrate's profile) reads back
   // the same, field for field.
@@ -328,6 +342,10 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
   EXPECT_DOUBLE_EQ(back->gemm[0].flops, 150e9);
   ASSERT_TRUE(back->allReduce.has_value());
   EXPECT_DOUBLE_EQ(back->allReduce->latency, 130e-6);
+  EXPECT_EQ(back->allReduce->ranks, 2);
+  ASSERT_EQ(back->allReduce->times.size(), 2u);
+  EXPECT_DOUBLE_EQ(back->allReduce->times[0].first, 256);
+  EXPECT_DOUBLE_EQ(back->allReduce->times[0].second, 300e-6);
   EXPECT_FALSE(back->allGather.has_value());
 }
 
