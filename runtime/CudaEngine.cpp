@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaEngine.h"
+#include "LowPrecision.h"
 #include "MemRefDescriptor.h"
 
 #include <cublas_v2.h>
@@ -174,14 +175,11 @@ size_t roundedSize(size_t bytes) {
 
 using loom::rt::Descriptor;
 
+using loom::rt::Bf16;
+using loom::rt::F16;
+
 template <typename T> cudaDataType_t dataType();
 template <> cudaDataType_t dataType<float>() { return CUDA_R_32F; }
-struct Bf16 {
-  uint16_t bits;
-};
-struct F16 {
-  uint16_t bits;
-};
 template <> cudaDataType_t dataType<Bf16>() { return CUDA_R_16BF; }
 template <> cudaDataType_t dataType<F16>() { return CUDA_R_16F; }
 
@@ -310,34 +308,33 @@ LOOM_CUDA_API void mgpuSetDefaultDevice(int32_t device) {
 //===----------------------------------------------------------------------===//
 
 void *Engine::allocate(uint64_t bytes, bool temporary) {
-  Engine &e = *this;
-  if (!e.init())
+  if (!init())
     return nullptr;
   size_t size = roundedSize(bytes ? bytes : 1);
-  std::lock_guard<std::mutex> lock(e.mutex);
+  std::lock_guard<std::mutex> lock(mutex);
   void *ptr = nullptr;
-  auto it = e.freeBlocks.find(size);
-  if (it != e.freeBlocks.end()) {
+  auto it = freeBlocks.find(size);
+  if (it != freeBlocks.end()) {
     ptr = it->second;
-    e.freeBlocks.erase(it);
+    freeBlocks.erase(it);
   } else {
     if (cudaMalloc(&ptr, size) != cudaSuccess) {
       // Out of memory: give the cached blocks back and try once more.
       cudaGetLastError();
-      for (auto &[blockSize, block] : e.freeBlocks) {
+      for (auto &[blockSize, block] : freeBlocks) {
         cudaFree(block);
-        e.reservedBytes -= blockSize;
+        reservedBytes -= blockSize;
       }
-      e.freeBlocks.clear();
+      freeBlocks.clear();
       if (!check(cudaMalloc(&ptr, size), "cudaMalloc"))
         return nullptr;
     }
-    e.reservedBytes += size;
+    reservedBytes += size;
   }
-  e.liveBlocks[ptr] = {size, temporary};
+  liveBlocks[ptr] = {size, temporary};
   if (temporary) {
-    e.temporaryBytes += size;
-    e.temporaryPeak = std::max(e.temporaryPeak, e.temporaryBytes);
+    temporaryBytes += size;
+    temporaryPeak = std::max(temporaryPeak, temporaryBytes);
   }
   return ptr;
 }

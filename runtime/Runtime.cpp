@@ -110,14 +110,14 @@ struct DeviceEngine {
   }
 };
 
-/// The engine of `target` ("cuda": libloomrt_cuda.so; "cuda-emulated":
-/// libloomrt_cuda_emulated.so), opened once per process from libloomrt's
-/// own directory with its symbols global (the bundle's code calls them);
-/// null with `error` set when it cannot be opened.
 /// The engines this process opened, by target.
 std::map<std::string, DeviceEngine> engines;
 std::mutex enginesMutex;
 
+/// The engine of `target` ("cuda": libloomrt_cuda.so; "cuda-emulated":
+/// libloomrt_cuda_emulated.so), opened once per process from libloomrt's
+/// own directory with its symbols global (the bundle's code calls them);
+/// null with `error` set when it cannot be opened.
 const DeviceEngine *deviceEngine(const std::string &target,
                                  std::string &error) {
   std::lock_guard<std::mutex> lock(enginesMutex);

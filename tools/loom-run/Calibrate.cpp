@@ -25,6 +25,7 @@
 
 #include "Comm.h"
 #include "Launch.h"
+#include "MemRefDescriptor.h"
 #include "Parallel.h"
 #include "loom/Planner/Planner.h"
 
@@ -76,14 +77,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// MLIR's descriptor of a rank-2 memref, as libloomrt's kernels take it.
-template <typename T> struct Matrix {
-  T *allocated;
-  T *aligned;
-  int64_t offset;
-  int64_t sizes[2];
-  int64_t strides[2];
-};
+/// A rank-2 memref's descriptor, as libloomrt's kernels take it.
+template <typename T> using Matrix = loom::rt::Descriptor<T, 2>;
 
 template <typename T> Matrix<T> matrix(std::vector<T> &data, int64_t rows,
                                        int64_t cols) {

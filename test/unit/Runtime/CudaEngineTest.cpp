@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaEngine.h"
+#include "LowPrecision.h"
 #include "MemRefDescriptor.h"
 
 #include <cuda_runtime.h>
@@ -55,17 +56,14 @@ std::string takeError() {
 
 using loom::rt::Descriptor;
 
-uint16_t toBf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return bits >> 16;
-}
-float fromBf16(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float x;
-  std::memcpy(&x, &bits, 4);
-  return x;
+using loom::rt::Bf16;
+
+/// values[i] = ((i * mul) % mod - offset) / scale: small values, exact in
+/// bf16, varied enough to catch a transposed or shifted operand.
+void fillPattern(std::vector<float> &values, int mul, int mod, int offset,
+                 float scale) {
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(int(i * mul % mod) - offset) / scale;
 }
 
 } // namespace
@@ -74,8 +72,8 @@ extern "C" {
 void _mlir_ciface_loom_cuda_matmul_f32(Descriptor<float, 2> *,
                                        Descriptor<float, 2> *,
                                        Descriptor<float, 2> *, int64_t);
-void _mlir_ciface_loom_cuda_matmul_bf16(Descriptor<uint16_t, 2> *,
-                                        Descriptor<uint16_t, 2> *,
+void _mlir_ciface_loom_cuda_matmul_bf16(Descriptor<Bf16, 2> *,
+                                        Descriptor<Bf16, 2> *,
                                         Descriptor<float, 2> *, int64_t);
 void _mlir_ciface_loom_cuda_batch_matmul_f32(Descriptor<float, 3> *,
                                              Descriptor<float, 3> *,
@@ -210,12 +208,9 @@ TEST(CudaEngine, ProductsOfEveryFlagMatchTheHost) {
     int64_t bRows = tb ? n : k, bCols = tb ? k : n;
     int64_t lda = aCols + pad, ldb = bCols + pad, ldc = n + pad;
     std::vector<float> a(aRows * lda), b(bRows * ldb), c(m * ldc);
-    for (size_t i = 0; i < a.size(); ++i)
-      a[i] = float(int(i * 7 % 11) - 5) / 4;
-    for (size_t i = 0; i < b.size(); ++i)
-      b[i] = float(int(i * 5 % 13) - 6) / 8;
-    for (size_t i = 0; i < c.size(); ++i)
-      c[i] = float(i % 3);
+    fillPattern(a, 7, 11, 5, 4);
+    fillPattern(b, 5, 13, 6, 8);
+    fillPattern(c, 1, 3, 0, 1);
     std::vector<float> expected = c;
     reference(flags, m, n, k, a, lda, b, ldb, expected, ldc);
 
@@ -236,16 +231,16 @@ TEST(CudaEngine, ProductsOfEveryFlagMatchTheHost) {
         EXPECT_EQ(got[i * ldc + j], c[i * ldc + j]);
 
     // bf16 factors (exact in bf16: multiples of 1/8 below 8), f32 result.
-    std::vector<uint16_t> a16(a.size()), b16(b.size());
+    std::vector<Bf16> a16(a.size()), b16(b.size());
     for (size_t i = 0; i < a.size(); ++i)
-      a16[i] = toBf16(a[i]);
+      a16[i] = loom::rt::fromFloat<Bf16>(a[i]);
     for (size_t i = 0; i < b.size(); ++i)
-      b16[i] = toBf16(b[i]);
-    ASSERT_EQ(fromBf16(a16[1]), a[1]);
-    uint16_t *da16 = upload(a16), *db16 = upload(b16);
+      b16[i] = loom::rt::fromFloat<Bf16>(b[i]);
+    ASSERT_EQ(loom::rt::toFloat(a16[1]), a[1]);
+    Bf16 *da16 = upload(a16), *db16 = upload(b16);
     float *dc2 = upload(c);
-    Descriptor<uint16_t, 2> A16{da16, da16, 0, {aRows, aCols}, {lda, 1}};
-    Descriptor<uint16_t, 2> B16{db16, db16, 0, {bRows, bCols}, {ldb, 1}};
+    Descriptor<Bf16, 2> A16{da16, da16, 0, {aRows, aCols}, {lda, 1}};
+    Descriptor<Bf16, 2> B16{db16, db16, 0, {bRows, bCols}, {ldb, 1}};
     Descriptor<float, 2> C2{dc2, dc2, 0, {m, n}, {ldc, 1}};
     _mlir_ciface_loom_cuda_matmul_bf16(&A16, &B16, &C2, flags);
     ASSERT_TRUE(loomCudaCopy(got.data(), dc2, got.size() * sizeof(float)));
@@ -269,12 +264,9 @@ TEST(CudaEngine, BatchedProductsMatchTheHost) {
     int64_t bRows = tb ? n : k, bCols = tb ? k : n;
     std::vector<float> a(batch * aRows * aCols), b(batch * bRows * bCols),
         c(batch * m * n);
-    for (size_t i = 0; i < a.size(); ++i)
-      a[i] = float(int(i * 3 % 7) - 3) / 2;
-    for (size_t i = 0; i < b.size(); ++i)
-      b[i] = float(int(i * 5 % 9) - 4) / 4;
-    for (size_t i = 0; i < c.size(); ++i)
-      c[i] = float(i % 5);
+    fillPattern(a, 3, 7, 3, 2);
+    fillPattern(b, 5, 9, 4, 4);
+    fillPattern(c, 1, 5, 0, 1);
     std::vector<float> expected = c;
     for (int64_t p = 0; p < batch; ++p) {
       std::vector<float> ap(a.begin() + p * aRows * aCols,
