@@ -110,7 +110,9 @@ public:
 };
 
 /// Connects to every other rank through Gloo's TCP transport after the
-/// rendezvous; throws Error if a peer is missing after the timeout.
+/// rendezvous; throws Error if a peer is missing after the timeout, or if
+/// LOOM_TRANSPORT_THREAD is set to other than `batch` (the default: the
+/// transport's event thread runs under SCHED_BATCH) or `normal`.
 std::unique_ptr<Communicator> connectGloo(const Rendezvous &rendezvous);
 
 /// The rendezvous's key/value store, for engines that exchange more than
