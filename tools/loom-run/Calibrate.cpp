@@ -343,8 +343,8 @@ struct Fit {
 /// between ranks 0 and 1).
 struct Collectives {
   plan::MeasuredCollective allReduce, allGather, p2p;
-  /// All-reduce back to back, the ranks' cores awake: how a started
-  /// all-reduce runs while the rank computes.
+  /// All-reduce back to back: how a started all-reduce runs while the rank
+  /// computes.
   plan::MeasuredCollective allReduceStarted;
   /// All-reduce started while the rank computes (an overlapped gradient
   /// bucket), its threads sharing the rank's CPUs with the compute: printed
@@ -354,10 +354,11 @@ struct Collectives {
 };
 
 /// Passes over the collectives' sizes; each figure is the median of its
-/// passes. On this kind of machine (a VM whose cores sleep while a rank
-/// waits) one small collective takes 0.3 ms or 3 ms depending on how the
-/// ranks' threads are woken, in stretches; spreading a size's runs over
-/// passes seconds apart measures its typical time.
+/// passes. A small collective's time depends on how the ranks' threads are
+/// woken and scheduled, in stretches (0.3 ms or 3 ms here before Gloo's
+/// event thread ran under SCHED_BATCH, see createDevice in Comm.cpp);
+/// spreading a size's runs over passes seconds apart measures its typical
+/// time.
 constexpr int kCollectivePasses = 3;
 
 double median(std::vector<double> v) {
@@ -378,10 +379,10 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
   Matrix<float> am = matrix(a, side, side), bm = matrix(b, side, side),
                 cm = matrix(c, side, side);
   // A training step issues each collective after computing for a while,
-  // and on this kind of machine (a VM whose idle cores sleep) a collective
-  // then takes up to several times as long as one run right after another
-  // (2.6-4.5 ms against 0.4-2.5 ms for a 4 KiB or 512 KiB all-reduce on 2
-  // ranks here). So every collective, message and round trip below is timed
+  // and a collective then takes longer than one run right after another
+  // (a 4 KiB all-reduce on 2 ranks here: 0.46-0.70 ms against 0.20-0.22 ms;
+  // before Gloo's event thread ran under SCHED_BATCH, 2.6-4.5 ms against
+  // 0.4-2.5 ms). So every collective, message and round trip below is timed
   // after the ranks computed for kComputeGap.
   constexpr double kComputeGap = 2e-3;
   auto compute = [&] {
