@@ -66,12 +66,14 @@ public:
     p.stage = stage;
     for (Operation &op : func.getBody().front()) {
       if (auto send = dyn_cast<SendOp>(op)) {
+        notePipelineAxis(send.getMeshAxes());
         double bytes = tensorBytes(send.getInput().getType());
         p.events.push_back(
             {Event::Send, bytes, stage + int64_t(send.getOffset()), {}});
         continue;
       }
       if (auto recv = dyn_cast<RecvOp>(op)) {
+        notePipelineAxis(recv.getMeshAxes());
         p.events.push_back(
             {Event::Recv, 0, stage + int64_t(recv.getOffset()), {}});
         continue;
@@ -107,75 +109,34 @@ public:
   /// Runs the programs together. As in libloomrt, a rank's collectives,
   /// sends and receives run one after another on its collective thread
   /// (started all-reduces while the rank computes, blocking ones while it
-  /// waits), and a receive completes once its peer's send arrived.
+  /// waits), and a receive completes once its peer's send arrived. On a
+  /// profile whose node time-shares its cores (Cluster::timeShared) the
+  /// programs run in time order, the cores shared among the ranks computing
+  /// at each moment; otherwise each program runs as far as its messages let
+  /// it, in turn.
   LogicalResult run(std::vector<Program> &programs, Location loc) {
-    std::map<std::pair<int64_t, int64_t>, std::deque<double>> arrivals;
     std::map<int64_t, Program *> byStage;
     for (Program &p : programs)
       byStage[p.stage] = &p;
-    bool progress = true;
-    while (progress) {
-      progress = false;
-      for (Program &p : programs) {
-        while (p.next < p.events.size()) {
-          const Event &e = p.events[p.next];
-          double before = p.time;
-          switch (e.kind) {
-          case Event::Compute:
-            p.time += e.seconds;
-            p.compute += e.seconds;
-            break;
-          case Event::Start: {
-            double begin = std::max(p.time, p.commFree);
-            p.commFree = begin + e.seconds;
-            p.finished[e.value] = p.commFree;
-            break;
+    for (Program &p : programs)
+      for (const Event &e : p.events)
+        if (e.kind == Event::Recv && !byStage.count(e.peer))
+          return emitError(loc)
+                 << "stage " << p.stage << " receives from stage " << e.peer
+                 << ", which has no program";
+    Arrivals arrivals;
+    if (c.timeShared()) {
+      runShared(programs, arrivals);
+    } else {
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (Program &p : programs)
+          while (p.next < p.events.size() &&
+                 apply(p, p.events[p.next], arrivals)) {
+            ++p.next;
+            progress = true;
           }
-          case Event::Wait: {
-            auto it = p.finished.find(e.value);
-            if (it != p.finished.end())
-              p.time = std::max(p.time, it->second);
-            p.exposedComm += p.time - before;
-            break;
-          }
-          case Event::Collective:
-            p.time = std::max(p.time, p.commFree) + e.seconds;
-            p.commFree = p.time;
-            p.exposedComm += p.time - before;
-            break;
-          case Event::Send: {
-            // Copied out, then sent in its turn on the rank's collective
-            // thread while the rank goes on.
-            double copy = e.seconds / c.memoryBandwidth;
-            p.time += copy;
-            p.compute += copy;
-            double begin = std::max(p.time, p.commFree);
-            p.commFree = begin + message(e.seconds);
-            arrivals[{p.stage, e.peer}].push_back(p.commFree);
-            break;
-          }
-          case Event::Recv: {
-            // Received in its turn on the collective thread, after what
-            // the rank queued before it.
-            std::deque<double> &queue = arrivals[{e.peer, p.stage}];
-            if (queue.empty()) {
-              if (!byStage.count(e.peer))
-                return emitError(loc) << "stage " << p.stage
-                                      << " receives from stage " << e.peer
-                                      << ", which has no program";
-              goto blocked;
-            }
-            p.time = std::max({p.time, p.commFree, queue.front()});
-            p.commFree = p.time;
-            queue.pop_front();
-            p.waiting += p.time - before;
-            break;
-          }
-          }
-          ++p.next;
-          progress = true;
-        }
-      blocked:;
       }
     }
     for (Program &p : programs)
@@ -187,7 +148,163 @@ public:
   }
 
 private:
+  /// Messages on their way from one stage to another: arrival times.
+  using Arrivals = std::map<std::pair<int64_t, int64_t>, std::deque<double>>;
+
+  /// Takes the event `e` of `p` at p.time; false for a receive whose
+  /// message was not sent yet.
+  bool apply(Program &p, const Event &e, Arrivals &arrivals) {
+    double before = p.time;
+    switch (e.kind) {
+    case Event::Compute:
+      p.time += e.seconds;
+      p.compute += e.seconds;
+      break;
+    case Event::Start: {
+      double begin = std::max(p.time, p.commFree);
+      p.commFree = begin + e.seconds;
+      p.finished[e.value] = p.commFree;
+      break;
+    }
+    case Event::Wait: {
+      auto it = p.finished.find(e.value);
+      if (it != p.finished.end())
+        p.time = std::max(p.time, it->second);
+      p.exposedComm += p.time - before;
+      break;
+    }
+    case Event::Collective:
+      p.time = std::max(p.time, p.commFree) + e.seconds;
+      p.commFree = p.time;
+      p.exposedComm += p.time - before;
+      break;
+    case Event::Send: {
+      // Copied out, then sent in its turn on the rank's collective thread
+      // while the rank goes on.
+      double copy = e.seconds / c.memoryBandwidth;
+      p.time += copy;
+      p.compute += copy;
+      double begin = std::max(p.time, p.commFree);
+      p.commFree = begin + message(e.seconds);
+      arrivals[{p.stage, e.peer}].push_back(p.commFree);
+      break;
+    }
+    case Event::Recv: {
+      // Received in its turn on the collective thread, after what the rank
+      // queued before it.
+      std::deque<double> &queue = arrivals[{e.peer, p.stage}];
+      if (queue.empty())
+        return false;
+      p.time = std::max({p.time, p.commFree, queue.front()});
+      p.commFree = p.time;
+      queue.pop_front();
+      p.waiting += p.time - before;
+      break;
+    }
+    }
+    return true;
+  }
+
+  /// The ranks of each program (pipeline stage) by node: a stage holds the
+  /// ranks whose coordinate along the pipeline's axis is its number (all
+  /// ranks without one); rank r sits on node r / devicesPerNode.
+  std::vector<std::map<int64_t, int64_t>>
+  ranksByNode(const std::vector<Program> &programs) const {
+    ArrayRef<StringAttr> names = mesh.getAxisNames();
+    ArrayRef<int64_t> sizes = mesh.getAxisSizes();
+    int64_t ranks = 1, stride = 1, stages = 1;
+    for (size_t i = 0; i < sizes.size(); ++i)
+      ranks *= sizes[i];
+    for (size_t i = names.size(); i-- > 0;) {
+      if (names[i] == pipelineAxis) {
+        stages = sizes[i];
+        break;
+      }
+      stride *= sizes[i];
+    }
+    std::vector<std::map<int64_t, int64_t>> out;
+    for (const Program &p : programs) {
+      std::map<int64_t, int64_t> nodes;
+      for (int64_t r = 0; r < ranks; ++r)
+        if (programs.size() == 1 || (r / stride) % stages == p.stage)
+          ++nodes[r / c.devicesPerNode];
+      out.push_back(std::move(nodes));
+    }
+    return out;
+  }
+
+  /// run() on a time-shared profile: advances every program to the next
+  /// moment one starts or stops computing or wakes, each computing program
+  /// at the speed of its slowest node (Cluster::computeSpeed of the ranks
+  /// computing there).
+  void runShared(std::vector<Program> &programs, Arrivals &arrivals) {
+    std::vector<std::map<int64_t, int64_t>> nodesOf = ranksByNode(programs);
+    // Profile seconds of computing left in each program's current event;
+    // negative while it does not compute.
+    std::vector<double> left(programs.size(), -1);
+    double now = 0;
+    while (true) {
+      bool progress = true;
+      while (progress) {
+        progress = false;
+        for (auto [i, p] : llvm::enumerate(programs))
+          while (left[i] < 0 && p.next < p.events.size() && p.time <= now) {
+            const Event &e = p.events[p.next];
+            if (e.kind == Event::Compute) {
+              left[i] = e.seconds;
+              p.time = now;
+              break;
+            }
+            if (!apply(p, e, arrivals))
+              break;
+            ++p.next;
+            progress = true;
+          }
+      }
+      std::map<int64_t, int64_t> busy;
+      for (auto [i, nodes] : llvm::enumerate(nodesOf))
+        if (left[i] >= 0)
+          for (auto [node, count] : nodes)
+            busy[node] += count;
+      std::vector<double> speed(programs.size(), 0);
+      double next = std::numeric_limits<double>::infinity();
+      for (auto [i, p] : llvm::enumerate(programs)) {
+        if (left[i] >= 0) {
+          speed[i] = std::numeric_limits<double>::infinity();
+          for (auto [node, count] : nodesOf[i])
+            speed[i] = std::min(speed[i], c.computeSpeed(busy[node]));
+          next = std::min(next, now + left[i] / speed[i]);
+        } else if (p.next < p.events.size() && p.time > now) {
+          next = std::min(next, p.time);
+        }
+      }
+      if (next == std::numeric_limits<double>::infinity())
+        return; // every program finished or waits for a message
+      for (auto [i, p] : llvm::enumerate(programs)) {
+        if (left[i] < 0)
+          continue;
+        double end = now + left[i] / speed[i];
+        p.compute += std::min(end, next) - now;
+        if (end <= next * (1 + 1e-12)) {
+          p.time = end;
+          ++p.next;
+          left[i] = -1;
+        } else {
+          left[i] -= (next - now) * speed[i];
+        }
+      }
+      now = next;
+    }
+  }
+
   static double tensorBytes(Type type) { return loom::detail::tensorBytes(type); }
+
+  /// The mesh axis the stages' messages travel along.
+  void notePipelineAxis(ArrayAttr axes) {
+    if (axes.size() == 1)
+      pipelineAxis = cast<StringAttr>(axes[0]).getValue();
+  }
+  StringRef pipelineAxis;
 
   /// Ranks in the group of `axes`, and the distance between neighbours
   /// (the mesh's last axis is the innermost).

@@ -197,7 +197,7 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
   Reader r(*root, "",
            {"name", "device", "devices_per_node", "nodes", "intra_node",
             "inter_node", "link_efficiency", "memory_margin", "source",
-            "collectives", "note"});
+            "collectives", "cores_per_node", "note"});
   if (Error e = r.unknownFields())
     return std::move(e);
   if (Error e = r.string("name", c.name, true))
@@ -210,7 +210,7 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
   Reader d(**deviceObject, "device",
            {"name", "memory_gib", "memory_bandwidth_gbs", "peak_tflops",
             "gemm_efficiency", "memory_efficiency", "kernel_overhead_us",
-            "reserved_gib", "gemm", "note"});
+            "reserved_gib", "gemm", "threads", "note"});
   if (Error e = d.unknownFields())
     return std::move(e);
   if (Error e = d.string("name", c.device, true))
@@ -240,6 +240,8 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
     return std::move(e);
   if (Error e = d.number("reserved_gib", c.reservedBytes, false,
                          1024.0 * 1024 * 1024))
+    return std::move(e);
+  if (Error e = d.integer("threads", c.threadsPerDevice, false))
     return std::move(e);
   if (const json::Value *table = (*deviceObject)->get("gemm")) {
     const json::Array *rows = table->getAsArray();
@@ -278,6 +280,8 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
   if (Error e = r.integer("devices_per_node", c.devicesPerNode, true))
     return std::move(e);
   if (Error e = r.integer("nodes", c.nodes, true))
+    return std::move(e);
+  if (Error e = r.integer("cores_per_node", c.coresPerNode, false))
     return std::move(e);
   if (Error e = readLink(r, "intra_node", c.intraNode))
     return std::move(e);
@@ -323,6 +327,7 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
         {c.memoryBandwidth, "\"device.memory_bandwidth_gbs\""},
         {c.peakFp32, "\"device.peak_tflops.fp32\""},
         {double(c.devicesPerNode), "\"devices_per_node\""},
+        {double(c.threadsPerDevice), "\"device.threads\""},
         {double(c.nodes), "\"nodes\""},
         {c.intraNode.bandwidth, "\"intra_node.bandwidth_gbs\""},
         {c.interNode.bandwidth, "\"inter_node.bandwidth_gbs\""}})
@@ -337,6 +342,8 @@ Expected<Cluster> mlir::loom::plan::parseCluster(const json::Value &value) {
       return llvm::createStringError(what + " must be in (0, 1]");
   if (c.memoryMargin >= 1)
     return llvm::createStringError("\"memory_margin\" must be below 1");
+  if (root->get("cores_per_node") && c.coresPerNode < 1)
+    return llvm::createStringError("\"cores_per_node\" must be positive");
   return c;
 }
 
@@ -360,6 +367,8 @@ json::Value mlir::loom::plan::clusterToJson(const Cluster &c) {
                       {"memory_efficiency", c.memoryEfficiency},
                       {"kernel_overhead_us", c.kernelOverhead * 1e6},
                       {"reserved_gib", c.reservedBytes / gib}};
+  if (c.threadsPerDevice != 1)
+    device["threads"] = c.threadsPerDevice;
   if (!c.gemm.empty()) {
     json::Array table;
     for (const GemmSample &g : c.gemm)
@@ -380,6 +389,8 @@ json::Value mlir::loom::plan::clusterToJson(const Cluster &c) {
                     {"memory_margin", c.memoryMargin}};
   if (!c.source.empty())
     root["source"] = c.source;
+  if (c.coresPerNode > 0)
+    root["cores_per_node"] = c.coresPerNode;
   json::Object measured;
   for (auto [key, field] :
        {std::pair<StringRef, const std::optional<MeasuredCollective> *>{

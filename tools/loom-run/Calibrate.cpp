@@ -35,6 +35,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -501,6 +503,22 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
   return out;
 }
 
+/// The CPUs the node's ranks may run on: the union of every rank's
+/// affinity mask (each rank's own without a communicator), so that ranks a
+/// launcher pinned to their share count once each.
+int nodeCpus(loom::comm::Communicator *comm) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0)
+    return loom::rt::availableCpus();
+  std::vector<float> mine(CPU_SETSIZE);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    mine[cpu] = CPU_ISSET(cpu, &set) ? 1.0f : 0.0f;
+  if (comm)
+    comm->allReduce(mine.data(), mine.size(), loom::comm::ReduceOp::Max);
+  return std::max(1, (int)std::count(mine.begin(), mine.end(), 1.0f));
+}
+
 std::string cpuName() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -546,9 +564,18 @@ int runCalibrate(int argc, char **argv) {
   }
   raw_ostream &log = rank == 0 ? outs() : nulls();
   int threads = loom::rt::numThreads();
+  int cpus;
+  try {
+    cpus = nodeCpus(comm.get());
+  } catch (const loom::comm::Error &e) {
+    return fail(e.what());
+  }
   log << "calibrating " << ranks << (ranks == 1 ? " rank" : " ranks") << " of "
       << threads << (threads == 1 ? " thread" : " threads") << " on "
       << cpuName() << "\n";
+  if (ranks * threads > cpus)
+    log << "  the ranks time-share " << cpus << (cpus == 1 ? " CPU" : " CPUs")
+        << ": figures are measured with every rank computing at once\n";
 
   plan::Cluster profile;
   Collectives collectives;
@@ -600,6 +627,12 @@ int runCalibrate(int argc, char **argv) {
   profile.kernelOverhead = 0;
   profile.devicesPerNode = ranks;
   profile.nodes = 1;
+  // Ranks that want more threads than the node has cores time-share them:
+  // the figures above were measured with every rank computing at once, and
+  // the simulation scales them by the ranks computing at each moment.
+  profile.threadsPerDevice = threads;
+  if (ranks * threads > cpus)
+    profile.coresPerNode = cpus;
   if (comm) {
     profile.allReduce = collectives.allReduce;
     profile.allReduceStarted = collectives.allReduceStarted;

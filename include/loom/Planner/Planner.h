@@ -100,6 +100,15 @@ struct Cluster {
   double memoryMargin = 0.05;
   int64_t devicesPerNode = 1;
   int64_t nodes = 1;
+  /// CPU cores a node's devices time-share (0: each device has its own
+  /// processor), and the threads a device computes with. When the devices of
+  /// a node want more threads than it has cores, the device's figures are
+  /// those measured with every device of the node computing at once
+  /// (`loom-run calibrate --nproc N` on fewer than N cores), and the step
+  /// simulation shares the cores among the devices computing at each
+  /// moment (processor sharing): see `computeSpeed`.
+  int64_t coresPerNode = 0;
+  int64_t threadsPerDevice = 1;
   /// Between devices of one node, and from a device to one of another node.
   Link intraNode, interNode;
   /// The fraction of a link's bandwidth collectives reach.
@@ -121,6 +130,15 @@ struct Cluster {
   std::vector<GemmSample> gemm;
 
   int64_t devices() const { return devicesPerNode * nodes; }
+  /// How fast a device of a node computes when `busy` of the node's devices
+  /// compute, relative to the profile's figures: min(1, cores / (busy x
+  /// threads)) over the same with every device of the node busy; 1 without
+  /// coresPerNode or with cores enough for every device.
+  double computeSpeed(int64_t busy) const;
+  /// Whether computeSpeed can differ from 1.
+  bool timeShared() const {
+    return coresPerNode > 0 && devicesPerNode * threadsPerDevice > coresPerNode;
+  }
   /// The FLOP/s a product of m x k by k x n in `precision` reaches, from
   /// the profile's samples of that precision: interpolated between the
   /// grid's neighbours (linearly in log m, log n, log k; the edge's value

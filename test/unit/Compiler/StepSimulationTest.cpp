@@ -95,6 +95,19 @@ TEST_F(StepSimulationTest, ElementwiseChainsAreFused) {
   EXPECT_NEAR(p->step, 1 * ms, 1e-9);
 }
 
+/// A 2-stage mesh and stage 0: one product, sent to stage 1, then a
+/// product after stage 1's reply arrives.
+constexpr const char *kStageZero = R"mlir(
+    loom.mesh @mesh = <pp = 2>
+    func.func @train_step_stage0(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+      %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+      loom.send %c on @mesh ["pp"] offset 1 : tensor<64x16xf32>
+      %r = loom.recv on @mesh ["pp"] offset 1 : tensor<64x16xf32>
+      %d = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+      return %d : tensor<64x16xf32>
+    }
+)mlir";
+
 TEST_F(StepSimulationTest, PipelineStagesWaitForTheirMessages) {
   // A message of 4096 B: 0.5 ms + 4096 B / (4.096e6 B/s) = 1.5 ms (the
   // copy out is free at this memory bandwidth). Stage 0: product [0, 1],
@@ -104,15 +117,7 @@ TEST_F(StepSimulationTest, PipelineStagesWaitForTheirMessages) {
   // waiting.
   cluster.p2p = loom::plan::Link{4.096e6, 0.5e-3};
   cluster.memoryBandwidth = 1e18;
-  FailureOr<loom::StepPrediction> p = predict(R"mlir(
-    loom.mesh @mesh = <pp = 2>
-    func.func @train_step_stage0(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
-      %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
-      loom.send %c on @mesh ["pp"] offset 1 : tensor<64x16xf32>
-      %r = loom.recv on @mesh ["pp"] offset 1 : tensor<64x16xf32>
-      %d = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
-      return %d : tensor<64x16xf32>
-    }
+  FailureOr<loom::StepPrediction> p = predict(std::string(kStageZero) + R"mlir(
     func.func @train_step_stage1(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
       %r = loom.recv on @mesh ["pp"] offset -1 : tensor<64x16xf32>
       %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
@@ -123,6 +128,54 @@ TEST_F(StepSimulationTest, PipelineStagesWaitForTheirMessages) {
   EXPECT_NEAR(p->step, 6 * ms, 1e-9);
   EXPECT_NEAR(p->compute, 2 * ms, 1e-9);
   EXPECT_NEAR(p->waiting, 4 * ms, 1e-9);
+}
+
+/// Stage 0 computes one product, sends it and waits for stage 1's; stage 1
+/// computes two, then receives stage 0's and sends its second.
+const std::string kUnevenStages = std::string(kStageZero) + R"mlir(
+    func.func @train_step_stage1(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+      %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+      %e = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+      %r = loom.recv on @mesh ["pp"] offset -1 : tensor<64x16xf32>
+      loom.send %e on @mesh ["pp"] offset -1 : tensor<64x16xf32>
+      return %e : tensor<64x16xf32>
+    })mlir";
+
+/// kUnevenStages on 2 devices, messages of 1.5 ms, free copies.
+class UnevenStagesTest : public StepSimulationTest {
+protected:
+  FailureOr<loom::StepPrediction> predictUnevenStages() {
+    cluster.p2p = loom::plan::Link{4.096e6, 0.5e-3};
+    cluster.memoryBandwidth = 1e18;
+    cluster.devicesPerNode = 2;
+    return predict(kUnevenStages);
+  }
+};
+
+TEST_F(UnevenStagesTest, StagesOnTheirOwnCoresKeepTheProfilesRate) {
+  // Messages take 1.5 ms (as above). Stage 0: product [0, 1], sends at 1
+  // (arrives 2.5). Stage 1: products [0, 2], receives at 2.5, sends (arrives
+  // 4). Stage 0 receives at 4, product [4, 5]: step 5 ms.
+  FailureOr<loom::StepPrediction> p = predictUnevenStages();
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_NEAR(p->step, 5 * ms, 1e-9);
+  EXPECT_NEAR(p->compute, 2 * ms, 1e-9);
+}
+
+TEST_F(UnevenStagesTest, TimeSharedCoresGoToTheStagesComputing) {
+  // The same on 2 devices sharing 1 core: the profile's rate is that of
+  // both computing (half the core each); one alone runs twice as fast.
+  // Both compute [0, 1] (a product each at the profile's rate). Stage 0
+  // sends at 1 (arrives 2.5) and waits; stage 1's second product runs
+  // alone, [1, 1.5]; it receives at 2.5 and sends (arrives 4). Stage 0
+  // receives at 4 and computes alone, [4, 4.5]: step 4.5 ms, of which 1.5
+  // computing and 3 waiting.
+  cluster.coresPerNode = 1;
+  FailureOr<loom::StepPrediction> p = predictUnevenStages();
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_NEAR(p->step, 4.5 * ms, 1e-9);
+  EXPECT_NEAR(p->compute, 1.5 * ms, 1e-9);
+  EXPECT_NEAR(p->waiting, 3 * ms, 1e-9);
 }
 
 TEST_F(StepSimulationTest, StagesWaitingForEachOtherAreAnError) {

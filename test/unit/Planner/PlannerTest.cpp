@@ -347,6 +347,58 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
   EXPECT_DOUBLE_EQ(back->allReduce->times[0].first, 256);
   EXPECT_DOUBLE_EQ(back->allReduce->times[0].second, 300e-6);
   EXPECT_FALSE(back->allGather.has_value());
+  EXPECT_EQ(back->coresPerNode, 0);
+  EXPECT_EQ(back->threadsPerDevice, 1);
+
+  // Time-shared cores (loom-run calibrate with more ranks than CPUs).
+  std::string shared = replaced("\"nodes\": 2,", "\"nodes\": 2, "
+                                                 "\"cores_per_node\": 4,");
+  shared.replace(shared.find("\"memory_gib\""), 12,
+                 "\"threads\": 2, \"memory_gib\"");
+  llvm::Expected<llvm::json::Value> sv = llvm::json::parse(shared);
+  ASSERT_TRUE(bool(sv));
+  llvm::Expected<Cluster> sc = parseCluster(*sv);
+  ASSERT_TRUE(bool(sc)) << llvm::toString(sc.takeError());
+  EXPECT_EQ(sc->coresPerNode, 4);
+  EXPECT_EQ(sc->threadsPerDevice, 2);
+  llvm::Expected<Cluster> sback = parseCluster(clusterToJson(*sc));
+  ASSERT_TRUE(bool(sback)) << llvm::toString(sback.takeError());
+  EXPECT_EQ(sback->coresPerNode, 4);
+  EXPECT_EQ(sback->threadsPerDevice, 2);
+  auto sharedSwap = [&](const std::string &from, const std::string &to) {
+    std::string text = shared;
+    text.replace(text.find(from), from.size(), to);
+    return error(text);
+  };
+  EXPECT_EQ(sharedSwap("\"cores_per_node\": 4", "\"cores_per_node\": 0"),
+            "\"cores_per_node\" must be positive");
+  EXPECT_EQ(sharedSwap("\"threads\": 2", "\"threads\": 0"),
+            "\"device.threads\" must be positive");
+}
+
+TEST(PlannerTest, TimeSharedCoresSpeedUpFewerBusyDevices) {
+  // 4 devices of 1 thread on 2 cores: the profile's figures are those of
+  // 4 busy devices (half a core each); 2 or 1 busy ones get a whole core,
+  // 3 get 2/3 of one.
+  Cluster c;
+  c.devicesPerNode = 4;
+  c.coresPerNode = 2;
+  EXPECT_TRUE(c.timeShared());
+  EXPECT_DOUBLE_EQ(c.computeSpeed(4), 1);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(3), 4.0 / 3);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(2), 2);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 2);
+  // Threads count: 2 devices of 2 threads on 2 cores share as 4 would.
+  c.devicesPerNode = 2;
+  c.threadsPerDevice = 2;
+  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 2);
+  // Cores enough for every device, or none given: no sharing.
+  c.coresPerNode = 4;
+  EXPECT_FALSE(c.timeShared());
+  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 1);
+  c.coresPerNode = 0;
+  EXPECT_FALSE(c.timeShared());
+  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 1);
 }
 
 } // namespace
