@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <set>
 
 using namespace mlir;
 using namespace mlir::loom;
@@ -115,12 +116,12 @@ public:
   /// at each moment; otherwise each program runs as far as its messages let
   /// it, in turn.
   LogicalResult run(std::vector<Program> &programs, Location loc) {
-    std::map<int64_t, Program *> byStage;
+    std::set<int64_t> stages;
     for (Program &p : programs)
-      byStage[p.stage] = &p;
+      stages.insert(p.stage);
     for (Program &p : programs)
       for (const Event &e : p.events)
-        if (e.kind == Event::Recv && !byStage.count(e.peer))
+        if (e.kind == Event::Recv && !stages.count(e.peer))
           return emitError(loc)
                  << "stage " << p.stage << " receives from stage " << e.peer
                  << ", which has no program";
@@ -210,23 +211,16 @@ private:
   /// ranks without one); rank r sits on node r / devicesPerNode.
   std::vector<std::map<int64_t, int64_t>>
   ranksByNode(const std::vector<Program> &programs) const {
-    ArrayRef<StringAttr> names = mesh.getAxisNames();
-    ArrayRef<int64_t> sizes = mesh.getAxisSizes();
-    int64_t ranks = 1, stride = 1, stages = 1;
-    for (size_t i = 0; i < sizes.size(); ++i)
-      ranks *= sizes[i];
-    for (size_t i = names.size(); i-- > 0;) {
-      if (names[i] == pipelineAxis) {
-        stages = sizes[i];
-        break;
-      }
-      stride *= sizes[i];
-    }
+    int64_t ranks = 1;
+    for (int64_t size : mesh.getAxisSizes())
+      ranks *= size;
+    auto [stages, stride] =
+        pipelineAxes ? group(pipelineAxes) : std::pair<int64_t, int64_t>{1, 1};
     std::vector<std::map<int64_t, int64_t>> out;
     for (const Program &p : programs) {
       std::map<int64_t, int64_t> nodes;
       for (int64_t r = 0; r < ranks; ++r)
-        if (programs.size() == 1 || (r / stride) % stages == p.stage)
+        if ((r / stride) % stages == p.stage)
           ++nodes[r / c.devicesPerNode];
       out.push_back(std::move(nodes));
     }
@@ -299,12 +293,9 @@ private:
 
   static double tensorBytes(Type type) { return loom::detail::tensorBytes(type); }
 
-  /// The mesh axis the stages' messages travel along.
-  void notePipelineAxis(ArrayAttr axes) {
-    if (axes.size() == 1)
-      pipelineAxis = cast<StringAttr>(axes[0]).getValue();
-  }
-  StringRef pipelineAxis;
+  /// The mesh axes the stages' messages travel along (none without stages).
+  void notePipelineAxis(ArrayAttr axes) { pipelineAxes = axes; }
+  ArrayAttr pipelineAxes;
 
   /// Ranks in the group of `axes`, and the distance between neighbours
   /// (the mesh's last axis is the innermost).

@@ -505,15 +505,19 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
 
 /// The CPUs the node's ranks may run on: the union of every rank's
 /// affinity mask (each rank's own without a communicator), so that ranks a
-/// launcher pinned to their share count once each.
+/// launcher pinned to their share count once each. Every rank takes part
+/// in the all-reduce, whether or not it could read its mask.
 int nodeCpus(loom::comm::Communicator *comm) {
+  std::vector<float> mine(CPU_SETSIZE);
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0)
-    return loom::rt::availableCpus();
-  std::vector<float> mine(CPU_SETSIZE);
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    mine[cpu] = CPU_ISSET(cpu, &set) ? 1.0f : 0.0f;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      mine[cpu] = CPU_ISSET(cpu, &set) ? 1.0f : 0.0f;
+  } else {
+    std::fill_n(mine.begin(), std::min(loom::rt::availableCpus(), CPU_SETSIZE),
+                1.0f);
+  }
   if (comm)
     comm->allReduce(mine.data(), mine.size(), loom::comm::ReduceOp::Max);
   return std::max(1, (int)std::count(mine.begin(), mine.end(), 1.0f));
@@ -564,20 +568,27 @@ int runCalibrate(int argc, char **argv) {
   }
   raw_ostream &log = rank == 0 ? outs() : nulls();
   int threads = loom::rt::numThreads();
-  int cpus;
+  // One node of `ranks` devices of `threads` threads on the CPUs the ranks
+  // may run on: when they want more threads than it has, the figures below
+  // are those of every rank computing at once (Cluster::timeShared), and the
+  // simulation scales them by the ranks computing at each moment.
+  plan::Cluster profile;
+  profile.devicesPerNode = ranks;
+  profile.nodes = 1;
+  profile.threadsPerDevice = threads;
   try {
-    cpus = nodeCpus(comm.get());
+    profile.coresPerNode = nodeCpus(comm.get());
   } catch (const loom::comm::Error &e) {
     return fail(e.what());
   }
   log << "calibrating " << ranks << (ranks == 1 ? " rank" : " ranks") << " of "
       << threads << (threads == 1 ? " thread" : " threads") << " on "
       << cpuName() << "\n";
-  if (ranks * threads > cpus)
-    log << "  the ranks time-share " << cpus << (cpus == 1 ? " CPU" : " CPUs")
+  if (profile.timeShared())
+    log << "  the ranks time-share " << profile.coresPerNode
+        << (profile.coresPerNode == 1 ? " CPU" : " CPUs")
         << ": figures are measured with every rank computing at once\n";
 
-  plan::Cluster profile;
   Collectives collectives;
   try {
     profile.gemm = measureGemms(comm.get(), calibrateSeconds);
@@ -625,14 +636,6 @@ int runCalibrate(int argc, char **argv) {
   profile.gemmEfficiency = profile.memoryEfficiency = 1;
   profile.linkEfficiency = 1;
   profile.kernelOverhead = 0;
-  profile.devicesPerNode = ranks;
-  profile.nodes = 1;
-  // Ranks that want more threads than the node has cores time-share them:
-  // the figures above were measured with every rank computing at once, and
-  // the simulation scales them by the ranks computing at each moment.
-  profile.threadsPerDevice = threads;
-  if (ranks * threads > cpus)
-    profile.coresPerNode = cpus;
   if (comm) {
     profile.allReduce = collectives.allReduce;
     profile.allReduceStarted = collectives.allReduceStarted;
