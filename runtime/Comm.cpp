@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -269,6 +270,20 @@ void combineHalf(void *c, const void *a, const void *b, size_t n) {
   }
 }
 
+/// Writing to the socket of a peer that died raises SIGPIPE, whose default
+/// action ends the process without a word: the rank would vanish instead of
+/// failing its collective with an error that names it and the operation,
+/// and the launcher could take it for the rank that failed first. Gloo
+/// writes with writev, which cannot ask for MSG_NOSIGNAL, so the process
+/// ignores SIGPIPE (as Python does at startup); a handler the program
+/// installed itself stays.
+void ignoreBrokenPipes() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 &&
+      current.sa_handler == SIG_DFL && !(current.sa_flags & SA_SIGINFO))
+    ::signal(SIGPIPE, SIG_IGN);
+}
+
 /// Gloo's TCP device, whose event thread (started with the device) runs
 /// under SCHED_BATCH unless LOOM_TRANSPORT_THREAD=normal.
 ///
@@ -278,12 +293,13 @@ void combineHalf(void *c, const void *a, const void *b, size_t n) {
 /// send or a receive) is preempted by a thread it woke on the same CPU, for
 /// instance the peer's event thread that its write woke, the event thread
 /// spins in epoll on that CPU until the scheduler's next tick lets the
-/// holder finish: 2-7 ms stalls traced on a two-core machine, in pipeline
-/// messages and in every collective. A SCHED_BATCH thread does not preempt
-/// the running thread when it wakes, so the holder finishes first. It
+/// holder finish: stalls of several milliseconds traced on a two-core machine,
+/// in pipeline messages and in every collective. A SCHED_BATCH thread does not
+/// preempt the running thread when it wakes, so the holder finishes first. It
 /// still has its fair share of the CPU, and it runs at once on an idle CPU.
 std::shared_ptr<gloo::transport::Device>
 createDevice(const gloo::transport::tcp::attr &attr) {
+  ignoreBrokenPipes();
   const char *choice = std::getenv("LOOM_TRANSPORT_THREAD");
   std::string policy = choice && *choice ? choice : "batch";
   if (policy != "batch" && policy != "normal")

@@ -23,6 +23,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -69,6 +70,14 @@ std::string describe(int status) {
     return std::string("killed by signal ") + strsignal(WTERMSIG(status));
   return "stopped";
 }
+
+/// Killed by SIGPIPE: the rank wrote to a peer that had gone.
+bool brokenPipe(int status) {
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGPIPE;
+}
+
+/// Killed by a signal that the rank's own fault or a kill raised.
+bool crashed(int status) { return WIFSIGNALED(status) && !brokenPipe(status); }
 
 } // namespace
 
@@ -135,7 +144,11 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
   bool killed = false;
   while (!ranks.empty()) {
     int status = 0;
-    pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    // Until a rank fails, wait without polling: each rank is reaped as it
+    // ends, so the one that failed first is seen first.
+    pid_t pid = ::waitpid(-1, &status, firstFailed < 0 ? 0 : WNOHANG);
+    if (pid < 0 && errno == EINTR)
+      continue;
     if (pid == 0) {
       if (firstFailed >= 0 && !killed &&
           std::chrono::steady_clock::now() > deadline) {
@@ -158,10 +171,13 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
       continue;
     // A rank that died makes its peers fail at their next collective,
     // almost at once: among the ranks that end within a moment of the
-    // first failure, one killed by a signal is the cause.
+    // first failure, one killed by a signal is the cause. SIGPIPE is not:
+    // it kills a rank that wrote to a peer that had already gone (Loom's
+    // ranks ignore it, other commands may not), so when it is the first
+    // failure seen, the first other failure in that moment is the cause.
     // Ranks reaped in the moment below still count among those stopped.
     size_t reaped = 0;
-    if (!WIFSIGNALED(status)) {
+    if (!crashed(status)) {
       auto grace = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(200);
       while (std::chrono::steady_clock::now() < grace) {
@@ -177,10 +193,12 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
         int otherRank = found->second;
         ranks.erase(found);
         ++reaped;
-        if (WIFSIGNALED(other)) {
+        bool failed = !WIFEXITED(other) || WEXITSTATUS(other) != 0;
+        if (crashed(other) || (failed && brokenPipe(status))) {
           rank = otherRank;
           status = other;
-          break;
+          if (crashed(other))
+            break;
         }
       }
     }

@@ -4,7 +4,9 @@
 // SCHED_BATCH (it must not preempt the thread that posted a message; see
 // createDevice in Comm.cpp), the thread that connected keeps its own
 // policy, and LOOM_TRANSPORT_THREAD=normal or a bad value behave as
-// documented.
+// documented. Connecting makes the process ignore SIGPIPE (a write to a
+// peer that died must fail the collective, not kill the rank) unless the
+// program handles it itself.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -101,6 +104,30 @@ TEST(GlooComm, BadPolicyIsNamed) {
         << e.what();
   }
   ::unsetenv("LOOM_TRANSPORT_THREAD");
+}
+
+/// SIGPIPE's handler now.
+sighandler_t pipeHandler() {
+  struct sigaction current {};
+  sigaction(SIGPIPE, nullptr, &current);
+  return current.sa_handler;
+}
+
+TEST(GlooComm, BrokenPipesAreIgnored) {
+  ::signal(SIGPIPE, SIG_DFL);
+  auto comm = loom::comm::connectGloo(oneRank("gloo-pipe"));
+  ASSERT_TRUE(comm);
+  EXPECT_EQ(pipeHandler(), SIG_IGN);
+}
+
+void countPipes(int) {}
+
+TEST(GlooComm, TheProgramsOwnPipeHandlerStays) {
+  ::signal(SIGPIPE, countPipes);
+  auto comm = loom::comm::connectGloo(oneRank("gloo-pipe-handler"));
+  ASSERT_TRUE(comm);
+  EXPECT_EQ(pipeHandler(), &countPipes);
+  ::signal(SIGPIPE, SIG_DFL);
 }
 
 } // namespace
