@@ -13,6 +13,10 @@
 // all-reduce (loom.all_reduce_start) returns at once, so the computation
 // after it overlaps with the communication until its loom.wait.
 //
+// A bundle for a device (a CUDA bundle) passes device buffers: each
+// collective then copies what it reads to the host and what it writes back
+// (HostCopy), and exchanges the host copies over the communicator.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Collectives.h"
@@ -38,6 +42,7 @@
 namespace loom::rt {
 
 thread_local comm::Communicator *currentCommunicator = nullptr;
+thread_local int (*deviceCopy)(void *, const void *, size_t) = nullptr;
 thread_local std::string collectiveError;
 thread_local std::vector<int64_t> currentMesh;
 
@@ -151,6 +156,78 @@ template <typename T> struct View {
   }
 };
 
+/// The buffer of a collective's argument where the host can read and write
+/// it. For a device bundle (loom::rt::deviceCopy set) that is a host copy of
+/// the span the view covers on the device, from its first element to its
+/// last (gaps of a strided view included, so that writing the span back
+/// keeps them); else the argument itself. An argument the collective only
+/// writes is not read from the device when its view is dense.
+class HostCopy {
+public:
+  enum Use { Read, Write };
+
+  HostCopy(Unranked *u, int64_t elementBytes, Use use) : original(u) {
+    auto *words = static_cast<int64_t *>(u->descriptor);
+    int64_t rank = u->rank;
+    // The view's lowest and highest element, relative to its offset.
+    int64_t low = 0, high = 0, count = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      int64_t size = words[3 + d], stride = words[3 + rank + d];
+      count *= size;
+      (stride < 0 ? low : high) += (size - 1) * stride;
+    }
+    key = reinterpret_cast<char *>(words[1]) + words[2] * elementBytes;
+    if (!loom::rt::deviceCopy || count == 0)
+      return;
+    device =
+        reinterpret_cast<char *>(words[1]) + (words[2] + low) * elementBytes;
+    bytes = (size_t)(high - low + 1) * (size_t)elementBytes;
+    host.resize(bytes);
+    descriptor.assign(words, words + 3 + 2 * rank);
+    descriptor[0] = descriptor[1] = reinterpret_cast<int64_t>(host.data());
+    descriptor[2] = -low;
+    staged = {rank, descriptor.data()};
+    bool dense = high - low + 1 == count;
+    if ((use == Read || !dense) &&
+        !loom::rt::deviceCopy(host.data(), device, bytes))
+      fail("from");
+  }
+
+  /// The argument as the host reads and writes it; null when it could not
+  /// be copied from the device.
+  Unranked *get() {
+    if (failed)
+      return nullptr;
+    return device ? &staged : original;
+  }
+
+  /// The argument's address on the device, which names it to loom.wait.
+  const void *address() const { return key; }
+
+  /// Copies what the host wrote back to the device.
+  void writeBack() {
+    if (device && !failed && !loom::rt::deviceCopy(device, host.data(), bytes))
+      fail("to");
+  }
+
+private:
+  void fail(const char *direction) {
+    failed = true;
+    if (loom::rt::collectiveError.empty())
+      loom::rt::collectiveError =
+          std::string("copying a collective's buffer ") + direction +
+          " the device failed";
+  }
+
+  Unranked *original;
+  Unranked staged{0, nullptr};
+  const void *key = nullptr;
+  char *device = nullptr;
+  size_t bytes = 0;
+  std::vector<char> host;
+  std::vector<int64_t> descriptor;
+  bool failed = false;
+};
 
 /// Moves the blocks of a dense tensor [outer, groups * run / inner, inner]
 /// split along its middle dimension into `groups` equal parts: part r's run
@@ -369,8 +446,13 @@ template <typename Fn> bool guarded(Fn &&fn, const char *what = nullptr) {
   return false;
 }
 
-/// The tickets of started all-reduces, by their output buffer.
-thread_local std::map<const void *, uint64_t> pending;
+/// Started all-reduces by their output's address: the ticket to wait for
+/// and the output's host copy, written back once the reduction is done.
+struct Started {
+  uint64_t ticket;
+  std::shared_ptr<HostCopy> out;
+};
+thread_local std::map<const void *, Started> pending;
 
 /// loom::ReductionKind (sum, prod, max, min, avg) as a communicator op.
 bool reduceOpOf(int64_t reduction, loom::comm::ReduceOp &op) {
@@ -563,15 +645,19 @@ void reduceScatter(Unranked *in, Unranked *out, int64_t dim, int64_t reduction,
 extern "C" LOOM_API void _mlir_ciface_loom_rt_block_index(Unranked *out,
                                                           int64_t group) {
   using namespace loom;
-  auto *words = static_cast<int64_t *>(out->descriptor);
+  HostCopy result(out, sizeof(int64_t), HostCopy::Write);
+  if (!result.get())
+    return;
+  auto *words = static_cast<int64_t *>(result.get()->descriptor);
   int64_t *value = reinterpret_cast<int64_t *>(words[1]) + words[2];
   *value = 0;
-  if (!rt::collectiveError.empty())
-    return;
-  bool alone;
-  comm::Communicator *c = communicatorFor(group, "block index", alone);
+  bool alone = true;
+  comm::Communicator *c = nullptr;
+  if (rt::collectiveError.empty())
+    c = communicatorFor(group, "block index", alone);
   if (!alone && c)
     *value = c->rank();
+  result.writeBack();
 }
 
 /// Starts out = the group's `in` combined by `reduction`: `in` is copied at
@@ -584,19 +670,24 @@ void allReduceStart(Unranked *in, Unranked *out, int64_t reduction,
   using namespace loom;
   if (!rt::collectiveError.empty())
     return;
-  View<T> src(*in), dst(*out);
+  HostCopy input(in, sizeof(T), HostCopy::Read);
+  auto output = std::make_shared<HostCopy>(out, sizeof(T), HostCopy::Write);
+  if (!input.get() || !output->get())
+    return;
+  View<T> src(*input.get()), dst(*output->get());
   auto values = std::make_shared<std::vector<float>>(src.packed());
   bool alone;
   comm::Communicator *c = communicatorFor(group, "all-reduce", alone);
   comm::ReduceOp op;
   if (alone) {
     dst.unpack(*values);
+    output->writeBack();
     return;
   }
   if (!c || !reduceOpOf(reduction, op))
     return;
   CollectiveQueue &queue = CollectiveQueue::get();
-  pending[dst.data] = queue.submit([=]() -> std::string {
+  uint64_t ticket = queue.submit([=]() -> std::string {
     try {
       allReduceValues<T>(c, *values, op);
     } catch (const comm::Error &e) {
@@ -608,6 +699,7 @@ void allReduceStart(Unranked *in, Unranked *out, int64_t reduction,
     dst.unpack(*values);
     return "";
   });
+  pending[output->address()] = {ticket, output};
 }
 
 /// Waits for the started collective that writes `buffer` (none: returns).
@@ -618,12 +710,14 @@ template <typename T> void wait(Unranked *buffer) {
   if (it == pending.end())
     return;
   int64_t started = rt::trace::enabled() ? rt::trace::now() : 0;
-  std::string error = CollectiveQueue::get().wait(it->second);
+  Started done = std::move(it->second);
   pending.erase(it);
+  std::string error = CollectiveQueue::get().wait(done.ticket);
   if (started)
     rt::trace::record("collective wait", "wait", started, rt::trace::now());
   if (!error.empty() && rt::collectiveError.empty())
     rt::collectiveError = error;
+  done.out->writeBack();
 }
 
 } // namespace
@@ -693,8 +787,11 @@ static void sendTo(Unranked *in, int64_t elementBytes, int64_t group,
     return;
   // Copied now: the compiled code may reuse the buffer before the
   // collective thread sends it.
+  HostCopy input(in, elementBytes, HostCopy::Read);
+  if (!input.get())
+    return;
   auto dense = std::make_shared<std::vector<char>>();
-  bytesOf(*in, elementBytes).copy(*dense, /*intoPacked=*/true);
+  bytesOf(*input.get(), elementBytes).copy(*dense, /*intoPacked=*/true);
   CollectiveQueue &queue = CollectiveQueue::get();
   sendTickets.push_back(queue.submit([=]() -> std::string {
     try {
@@ -715,7 +812,10 @@ static void receiveFrom(Unranked *out, int64_t elementBytes, int64_t group,
   int peer = peerAlong(c, group, offset, "receive");
   if (peer < 0)
     return;
-  rt::StridedBytes view = bytesOf(*out, elementBytes);
+  HostCopy output(out, elementBytes, HostCopy::Write);
+  if (!output.get())
+    return;
+  rt::StridedBytes view = bytesOf(*output.get(), elementBytes);
   // A dense buffer (the fresh one loom.recv bufferizes into) takes the
   // message itself; another goes through a packed copy.
   bool dense = view.dense();
@@ -732,6 +832,7 @@ static void receiveFrom(Unranked *out, int64_t elementBytes, int64_t group,
                       started, rt::trace::now());
   if (!dense)
     view.copy(packed, /*intoPacked=*/false);
+  output.writeBack();
 }
 
 // Send and receive by element type (the bundle's declarations carry it;
@@ -773,33 +874,52 @@ std::string finishPointToPoint() {
 }
 } // namespace loom::rt
 
+namespace {
+/// Runs `collective` (in, out) on host copies of its arguments.
+template <typename T, typename Fn>
+void onHostCopies(Unranked *in, Unranked *out, Fn &&collective) {
+  HostCopy input(in, sizeof(T), HostCopy::Read),
+      output(out, sizeof(T), HostCopy::Write);
+  if (!input.get() || !output.get())
+    return;
+  collective(input.get(), output.get());
+  output.writeBack();
+}
+} // namespace
+
 // The collectives by element type: f32, bf16 and f16.
 #define LOOM_COLLECTIVES(SUFFIX, T)                                            \
-  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_gather_##SUFFIX(          \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_gather_##SUFFIX(           \
       Unranked *in, Unranked *out, int64_t dim, int64_t group) {               \
-    allGather<T>(in, out, dim, group);                                         \
+    onHostCopies<T>(in, out, [&](Unranked *i, Unranked *o) {                   \
+      allGather<T>(i, o, dim, group);                                          \
+    });                                                                        \
   }                                                                            \
-  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_to_all_##SUFFIX(          \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_to_all_##SUFFIX(           \
       Unranked *in, Unranked *out, int64_t splitDim, int64_t concatDim,        \
       int64_t group) {                                                         \
-    allToAll<T>(in, out, splitDim, concatDim, group);                          \
+    onHostCopies<T>(in, out, [&](Unranked *i, Unranked *o) {                   \
+      allToAll<T>(i, o, splitDim, concatDim, group);                           \
+    });                                                                        \
   }                                                                            \
-  extern "C" LOOM_API void _mlir_ciface_loom_rt_reduce_scatter_##SUFFIX(      \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_reduce_scatter_##SUFFIX(       \
       Unranked *in, Unranked *out, int64_t dim, int64_t reduction,             \
       int64_t group) {                                                         \
-    reduceScatter<T>(in, out, dim, reduction, group);                          \
+    onHostCopies<T>(in, out, [&](Unranked *i, Unranked *o) {                   \
+      reduceScatter<T>(i, o, dim, reduction, group);                           \
+    });                                                                        \
   }                                                                            \
-  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_reduce_start_##SUFFIX(    \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_reduce_start_##SUFFIX(     \
       Unranked *in, Unranked *out, int64_t reduction, int64_t group) {         \
     allReduceStart<T>(in, out, reduction, group);                              \
   }                                                                            \
-  extern "C" LOOM_API void _mlir_ciface_loom_rt_wait_##SUFFIX(                \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_wait_##SUFFIX(                 \
       Unranked *buffer) {                                                      \
     wait<T>(buffer);                                                           \
   }                                                                            \
-  /* out = the group's `in` combined by `reduction` (loom::ReductionKind:   \
+  /* out = the group's `in` combined by `reduction` (loom::ReductionKind:      \
      sum, prod, max, min, avg): a started all-reduce, awaited at once. */      \
-  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_reduce_##SUFFIX(          \
+  extern "C" LOOM_API void _mlir_ciface_loom_rt_all_reduce_##SUFFIX(           \
       Unranked *in, Unranked *out, int64_t reduction, int64_t group) {         \
     allReduceStart<T>(in, out, reduction, group);                              \
     wait<T>(out);                                                              \

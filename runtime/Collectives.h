@@ -5,6 +5,7 @@
 
 #include "Comm.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -18,6 +19,13 @@ extern thread_local comm::Communicator *currentCommunicator;
 extern thread_local std::string collectiveError;
 /// The sizes of the running bundle's mesh axes (empty without a mesh).
 extern thread_local std::vector<int64_t> currentMesh;
+
+/// For a bundle whose buffers live on a device (null on the CPU): copies
+/// `bytes` between host and device memory, either way, after the device
+/// work queued so far; 0 on failure. Set by loom_session_run from the
+/// bundle's engine; the collectives then exchange host copies of their
+/// buffers.
+extern thread_local int (*deviceCopy)(void *dst, const void *src, size_t bytes);
 
 /// Waits until every message the running entry point sent has been taken
 /// by its receiver; returns the failure, if any (called by

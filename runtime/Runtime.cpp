@@ -1172,6 +1172,7 @@ loom_status_t loom_session_run(loom_session_t *session) {
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                         "input \"" + t.name + "\" was not set");
   loom::rt::currentCommunicator = session->communicator.get();
+  loom::rt::deviceCopy = session->engine ? session->engine->copy : nullptr;
   loom::rt::currentMesh.clear();
   for (const auto &axis : session->mesh)
     loom::rt::currentMesh.push_back(axis.second);
@@ -1192,8 +1193,13 @@ loom_status_t loom_session_run(loom_session_t *session) {
   if (started)
     loom::rt::trace::record("step", "step", started, loom::rt::trace::now());
   loom::rt::currentCommunicator = nullptr;
-  if (!loom::rt::collectiveError.empty())
-    return makeStatus(LOOM_STATUS_UNAVAILABLE, loom::rt::collectiveError);
+  loom::rt::deviceCopy = nullptr;
+  if (!loom::rt::collectiveError.empty()) {
+    std::string problem = session->engine ? session->engine->error() : "";
+    return makeStatus(LOOM_STATUS_UNAVAILABLE,
+                      loom::rt::collectiveError +
+                          (problem.empty() ? "" : ": " + problem));
+  }
   if (session->engine) {
     std::string problem = session->engine->error();
     if (!problem.empty())

@@ -11,13 +11,16 @@
 #   4. training equivalence: 10 steps of the MLP, the CNN and the GPT-style
 #      decoder on the GPU against the same bundles' CPU runs (losses and
 #      parameters within 1e-4 relative);
-#   5. the benchmark: GPT-2 small (12 layers, d 768, batch 8 x 1024) trained
+#   5. data and tensor parallelism on the GPU: the GPT-style decoder on 2
+#      ranks (dp=2 with ZeRO-2, and tp=2; one GPU each, or both on one GPU
+#      when there is one) against one CPU process, within 1e-4 relative;
+#   6. the benchmark: GPT-2 small (12 layers, d 768, batch 8 x 1024) trained
 #      in bf16 by Loom, PyTorch eager and torch.compile on this GPU, step
 #      times and MFU (bench/gpu.py; its table is in the log, its figures in
 #      BUILD/gpu-check/bench.json).
 # Usage: scripts/gpu-check.sh [BUILD_DIR]   (default build-gpu)
-# LOOM_GPU_CHECK_TARGET=cuda-emulated runs steps 3-5 with CPU bundles of
-# the same placement (step 5 with a 2-layer model and PyTorch on the CPU),
+# LOOM_GPU_CHECK_TARGET=cuda-emulated runs steps 3-6 with CPU bundles of
+# the same placement (step 6 with a 2-layer model and PyTorch on the CPU),
 # to check this script on a machine without a GPU.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -89,6 +92,23 @@ step "training on the GPU = CPU: CNN" train cnn cnn \
 step "training on the GPU = CPU: GPT" train gpt gpt_opset14 \
   "tokens=$T/gpt_opset14.in.tokens.npy" "targets=$T/gpt_opset14.in.targets.npy" -- \
   --optimizer=sgd --lr=0.05 --momentum=0.9
+
+mesh() { # mesh NAME LOOMC_FLAGS...: the GPT on 2 ranks against one CPU process
+  local name=$1 data
+  shift
+  data=(--data "tokens=$T/gpt_opset14.in.tokens.npy"
+        --data "targets=$T/gpt_opset14.in.targets.npy")
+  loomc "$T/gpt_opset14.onnx" --train --optimizer=sgd --lr=0.05 --momentum=0.9 \
+    "$@" --target="$TARGET" -o "$OUT/$name.loom" &&
+    loom-run train "$OUT/$name.loom" --nproc 2 "${data[@]}" --no-shuffle \
+      --steps 10 --metrics "$OUT/$name.jsonl" --save-params "$OUT/$name" &&
+    trajectory-compare "$OUT/$name.jsonl" "$OUT/gpt.cpu.jsonl" --rtol 1e-4 \
+      --params "$OUT/$name" --ref-params "$OUT/gpt.cpu" --param-rtol 1e-4
+}
+step "2 ranks on the GPU = one CPU process: GPT dp=2 ZeRO-2" \
+  mesh gpt-dp2 --mesh dp=2 --zero=2
+step "2 ranks on the GPU = one CPU process: GPT tp=2" \
+  mesh gpt-tp2 --mesh tp=2 --tp-plan=auto
 
 if [ "$TARGET" = cuda ]; then
   step "benchmark: GPT-2 small, bf16, vs PyTorch" \

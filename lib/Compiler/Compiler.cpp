@@ -666,12 +666,6 @@ LogicalResult mlir::loom::compile(MLIRContext &context,
     return emitError(cmdLoc)
            << (phase == EmitPhase::Gpu ? "--emit=gpu" : "--emit=ptx")
            << " needs --target=cuda";
-  if (options.target == "cuda" && phase >= EmitPhase::Obj &&
-      !options.mesh.empty())
-    return emitError(cmdLoc)
-           << "--target=cuda bundles run on one GPU for now (the engine has "
-              "no NCCL collectives yet); with --mesh, compile up to "
-              "--emit=llvm, or use --target=cuda-emulated";
   if (phase >= EmitPhase::Obj && options.outputPath == "-")
     return emitError(cmdLoc)
            << (phase == EmitPhase::Bundle ? "--emit=bundle" : "--emit=obj")
