@@ -33,12 +33,9 @@ double Cluster::peakFor(StringRef precision) const {
 double Cluster::computeSpeed(int64_t busy) const {
   if (!timeShared() || busy < 1)
     return 1;
-  auto share = [&](int64_t devices) {
-    return std::min(
-        1.0, double(coresPerNode) /
-                 double(devices * std::max<int64_t>(1, threadsPerDevice)));
-  };
-  return share(std::min(busy, devicesPerNode)) / share(devicesPerNode);
+  return std::min(1.0, double(coresPerNode) /
+                           double(std::min(busy, devicesPerNode) *
+                                  std::max<int64_t>(1, threadsPerDevice)));
 }
 
 std::optional<double> MeasuredCollective::timeFor(double bytes) const {

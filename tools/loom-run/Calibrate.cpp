@@ -1,4 +1,5 @@
-//===- Calibrate.cpp - loom-run calibrate: a cluster profile of this machine ===//
+//===- Calibrate.cpp - loom-run calibrate: a cluster profile of this machine
+//===//
 //
 //   loom-run calibrate --nproc N -o cluster.json
 //
@@ -15,6 +16,11 @@
 //    libloomrt's collective queue calls it), each fitted to the formula the
 //    planner uses (all-reduce: t = 2 (n - 1) latency + 2 (n - 1) / n *
 //    bytes / bandwidth).
+//
+// With more ranks than cores, the ranks measure the GEMMs and the bandwidth
+// in turns, as many at a time as have cores of their own, and the profile
+// records the cores (cores_per_node); the planner's simulation then shares
+// the cores among the ranks computing at each moment.
 //
 // Rank 0 writes the figures as a cluster description (the format of
 // examples/clusters/) with one node of N "devices", each a rank's share of
@@ -225,6 +231,54 @@ double measureBandwidth(loom::comm::Communicator *comm, double seconds) {
     times.push_back(timeIt(comm, seconds / 5, pass));
   std::sort(times.begin(), times.end());
   return meanOverRanks(comm, 3.0 * count * sizeof(float) / times[2]);
+}
+
+/// How many ranks measure the kernels at once on a time-shared node: as
+/// many as have cores of their own (at least one).
+int kernelTurnSize(const plan::Cluster &profile) {
+  if (!profile.timeShared())
+    return (int)profile.devicesPerNode;
+  return (int)std::max<int64_t>(
+      1, profile.coresPerNode / std::max<int64_t>(1, profile.threadsPerDevice));
+}
+
+/// The GEMM rates and memory bandwidth of `profile`, each the mean over the
+/// ranks. On a node whose ranks time-share its cores, the ranks measure in
+/// turns of kernelTurnSize, the others waiting, so that each figure is that
+/// of a rank with cores of its own (every core busy), which
+/// Cluster::computeSpeed scales by the ranks computing at each moment.
+/// Timed all at once, short kernels caught the sharing only in part: a
+/// 4-rank profile on 2 cores read 58-75 GFLOP/s for a 1024x512x512 product
+/// that a rank with its own core runs at 111, and near-full rates for
+/// small products.
+void measureKernels(loom::comm::Communicator *comm, plan::Cluster &profile,
+                    double seconds) {
+  int turn = kernelTurnSize(profile);
+  if (!comm || turn >= comm->size()) {
+    profile.gemm = measureGemms(comm, seconds);
+    profile.memoryBandwidth = measureBandwidth(comm, seconds);
+    return;
+  }
+  // The bandwidth in turns of its own, so that the ranks of a turn stream
+  // together (after the GEMMs they would finish apart).
+  int turns = (comm->size() + turn - 1) / turn;
+  for (int t = 0; t < turns; ++t) {
+    comm->barrier();
+    if (comm->rank() / turn == t)
+      profile.gemm = measureGemms(nullptr, seconds);
+  }
+  for (int t = 0; t < turns; ++t) {
+    comm->barrier();
+    if (comm->rank() / turn == t)
+      profile.memoryBandwidth = measureBandwidth(nullptr, seconds);
+  }
+  std::vector<float> rates;
+  for (const plan::GemmSample &g : profile.gemm)
+    rates.push_back(float(g.flops / 1e9));
+  comm->allReduce(rates.data(), rates.size(), loom::comm::ReduceOp::Sum);
+  for (size_t i = 0; i < rates.size(); ++i)
+    profile.gemm[i].flops = double(rates[i]) / comm->size() * 1e9;
+  profile.memoryBandwidth = meanOverRanks(comm, profile.memoryBandwidth);
 }
 
 /// Runs communicator calls on a thread of their own, one after another, and
@@ -569,9 +623,10 @@ int runCalibrate(int argc, char **argv) {
   raw_ostream &log = rank == 0 ? outs() : nulls();
   int threads = loom::rt::numThreads();
   // One node of `ranks` devices of `threads` threads on the CPUs the ranks
-  // may run on: when they want more threads than it has, the figures below
-  // are those of every rank computing at once (Cluster::timeShared), and the
-  // simulation scales them by the ranks computing at each moment.
+  // may run on: when they want more threads than it has
+  // (Cluster::timeShared), the GEMM and bandwidth figures below are those of
+  // a rank with cores of its own (measureKernels), and the simulation shares
+  // the cores among the ranks computing at each moment.
   plan::Cluster profile;
   profile.devicesPerNode = ranks;
   profile.nodes = 1;
@@ -587,12 +642,13 @@ int runCalibrate(int argc, char **argv) {
   if (profile.timeShared())
     log << "  the ranks time-share " << profile.coresPerNode
         << (profile.coresPerNode == 1 ? " CPU" : " CPUs")
-        << ": figures are measured with every rank computing at once\n";
+        << ": GEMMs and bandwidth are measured by " << kernelTurnSize(profile)
+        << " rank" << (kernelTurnSize(profile) == 1 ? "" : "s")
+        << " at a time, collectives by all\n";
 
   Collectives collectives;
   try {
-    profile.gemm = measureGemms(comm.get(), calibrateSeconds);
-    profile.memoryBandwidth = measureBandwidth(comm.get(), calibrateSeconds);
+    measureKernels(comm.get(), profile, calibrateSeconds);
     if (comm)
       collectives = measureCollectives(comm.get(), calibrateSeconds, log);
   } catch (const loom::comm::Error &e) {

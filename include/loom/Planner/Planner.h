@@ -103,8 +103,8 @@ struct Cluster {
   /// CPU cores a node's devices time-share (0: each device has its own
   /// processor), and the threads a device computes with. When the devices of
   /// a node want more threads than it has cores, the device's figures are
-  /// those measured with every device of the node computing at once
-  /// (`loom-run calibrate --nproc N` on fewer than N cores), and the step
+  /// those of a device with cores of its own (`loom-run calibrate --nproc N`
+  /// on fewer than N cores measures the ranks in turns), and the step
   /// simulation shares the cores among the devices computing at each
   /// moment (processor sharing): see `computeSpeed`.
   int64_t coresPerNode = 0;
@@ -131,9 +131,10 @@ struct Cluster {
 
   int64_t devices() const { return devicesPerNode * nodes; }
   /// How fast a device of a node computes when `busy` of the node's devices
-  /// compute, relative to the profile's figures: min(1, cores / (busy x
-  /// threads)) over the same with every device of the node busy; 1 without
-  /// coresPerNode or with cores enough for every device.
+  /// compute, relative to the profile's figures (those of a device with
+  /// cores of its own: calibrate measures time-shared ranks in turns):
+  /// min(1, cores / (busy x threads)); 1 without coresPerNode or with cores
+  /// enough for every device.
   double computeSpeed(int64_t busy) const;
   /// Whether computeSpeed can differ from 1.
   bool timeShared() const {

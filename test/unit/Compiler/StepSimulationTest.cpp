@@ -163,18 +163,18 @@ TEST_F(UnevenStagesTest, StagesOnTheirOwnCoresKeepTheProfilesRate) {
 }
 
 TEST_F(UnevenStagesTest, TimeSharedCoresGoToTheStagesComputing) {
-  // The same on 2 devices sharing 1 core: the profile's rate is that of
-  // both computing (half the core each); one alone runs twice as fast.
-  // Both compute [0, 1] (a product each at the profile's rate). Stage 0
-  // sends at 1 (arrives 2.5) and waits; stage 1's second product runs
-  // alone, [1, 1.5]; it receives at 2.5 and sends (arrives 4). Stage 0
-  // receives at 4 and computes alone, [4, 4.5]: step 4.5 ms, of which 1.5
+  // The same on 2 devices sharing 1 core: the profile's rate is that of a
+  // device with the core to itself; both computing get half of it each.
+  // Both compute [0, 2] (a product each at half the profile's rate). Stage
+  // 0 sends at 2 (arrives 3.5) and waits; stage 1's second product runs
+  // alone, [2, 3]; it receives at 3.5 and sends (arrives 5). Stage 0
+  // receives at 5 and computes alone, [5, 6]: step 6 ms, of which 3
   // computing and 3 waiting.
   cluster.coresPerNode = 1;
   FailureOr<loom::StepPrediction> p = predictUnevenStages();
   ASSERT_TRUE(succeeded(p));
-  EXPECT_NEAR(p->step, 4.5 * ms, 1e-9);
-  EXPECT_NEAR(p->compute, 1.5 * ms, 1e-9);
+  EXPECT_NEAR(p->step, 6 * ms, 1e-9);
+  EXPECT_NEAR(p->compute, 3 * ms, 1e-9);
   EXPECT_NEAR(p->waiting, 3 * ms, 1e-9);
 }
 

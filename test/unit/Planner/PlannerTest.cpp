@@ -376,22 +376,23 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
             "\"device.threads\" must be positive");
 }
 
-TEST(PlannerTest, TimeSharedCoresSpeedUpFewerBusyDevices) {
+TEST(PlannerTest, TimeSharedCoresAreSplitAmongTheBusyDevices) {
   // 4 devices of 1 thread on 2 cores: the profile's figures are those of
-  // 4 busy devices (half a core each); 2 or 1 busy ones get a whole core,
-  // 3 get 2/3 of one.
+  // a device with a core of its own; 4 busy ones get half a core each, 3
+  // get 2/3 of one, 2 or 1 a whole core.
   Cluster c;
   c.devicesPerNode = 4;
   c.coresPerNode = 2;
   EXPECT_TRUE(c.timeShared());
-  EXPECT_DOUBLE_EQ(c.computeSpeed(4), 1);
-  EXPECT_DOUBLE_EQ(c.computeSpeed(3), 4.0 / 3);
-  EXPECT_DOUBLE_EQ(c.computeSpeed(2), 2);
-  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 2);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(4), 0.5);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(3), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(2), 1);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 1);
   // Threads count: 2 devices of 2 threads on 2 cores share as 4 would.
   c.devicesPerNode = 2;
   c.threadsPerDevice = 2;
-  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 2);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(2), 0.5);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 1);
   // Cores enough for every device, or none given: no sharing.
   c.coresPerNode = 4;
   EXPECT_FALSE(c.timeShared());
