@@ -153,6 +153,23 @@ double meanOverRanks(loom::comm::Communicator *comm, double value) {
 
 namespace plan = mlir::loom::plan;
 
+/// Runs `measure` (given the communicator to time with) on every rank,
+/// `turn` ranks at a time: the ranks of a turn measure together, untimed
+/// against the others, which wait (all at once, with the communicator,
+/// when `turn` covers every rank). Returns this rank's figure.
+template <typename Measure>
+double inTurns(loom::comm::Communicator *comm, int turn, Measure measure) {
+  if (!comm || turn >= comm->size())
+    return measure(comm);
+  double figure = 0;
+  for (int k = 0; k * turn < comm->size(); ++k) {
+    comm->barrier();
+    if (comm->rank() / turn == k)
+      figure = measure(nullptr);
+  }
+  return figure;
+}
+
 /// Passes over the GEMM grid. A shape's figure is the median of its passes:
 /// the passes are seconds apart, so a burst of load from elsewhere on the
 /// machine (this VM's neighbours, a rank's helper threads) slows one pass
@@ -160,7 +177,7 @@ namespace plan = mlir::loom::plan;
 constexpr int kGemmPasses = 3;
 
 std::vector<plan::GemmSample> measureGemms(loom::comm::Communicator *comm,
-                                           double seconds) {
+                                           int turn, double seconds) {
   static const int64_t rows[] = {16, 64, 256, 1024, 4096};
   static const int64_t widths[] = {32, 128, 512, 2048};
   std::vector<plan::GemmSample> samples;
@@ -179,14 +196,18 @@ std::vector<plan::GemmSample> measureGemms(loom::comm::Communicator *comm,
       if (s.precision == "fp32") {
         std::vector<float> a(s.m * s.k, 0.5f), b(s.k * s.n, 0.25f);
         Matrix<float> am = matrix(a, s.m, s.k), bm = matrix(b, s.k, s.n);
-        t = timeIt(comm, seconds / kGemmPasses, [&] {
-          _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
+        t = inTurns(comm, turn, [&](loom::comm::Communicator *c) {
+          return timeIt(c, seconds / kGemmPasses, [&] {
+            _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
+          });
         });
       } else {
         std::vector<uint16_t> a(s.m * s.k, 0x3f00), b(s.k * s.n, 0x3e80);
         Matrix<uint16_t> am = matrix(a, s.m, s.k), bm = matrix(b, s.k, s.n);
-        t = timeIt(comm, seconds / kGemmPasses, [&] {
-          _mlir_ciface_loom_kernel_matmul_bf16(&am, &bm, &cm, 4);
+        t = inTurns(comm, turn, [&](loom::comm::Communicator *c) {
+          return timeIt(c, seconds / kGemmPasses, [&] {
+            _mlir_ciface_loom_kernel_matmul_bf16(&am, &bm, &cm, 4);
+          });
         });
       }
       double flops = 2.0 * s.m * s.n * s.k;
@@ -203,7 +224,8 @@ std::vector<plan::GemmSample> measureGemms(loom::comm::Communicator *comm,
 /// Bytes per second of c = a + b over arrays far larger than the caches
 /// (what a training step's tensors, taken together, are), on this rank's
 /// threads.
-double measureBandwidth(loom::comm::Communicator *comm, double seconds) {
+double measureBandwidth(loom::comm::Communicator *comm, int turn,
+                        double seconds) {
   const size_t count = size_t(1) << 24;
   std::vector<float> a(count, 1.0f), b(count, 2.0f), c(count);
   int threads = loom::rt::numThreads();
@@ -225,12 +247,16 @@ double measureBandwidth(loom::comm::Communicator *comm, double seconds) {
       w.join();
   };
   // The median of five timings: one pass is long enough for the machine's
-  // other work to disturb it.
-  std::vector<double> times;
-  for (int i = 0; i < 5; ++i)
-    times.push_back(timeIt(comm, seconds / 5, pass));
-  std::sort(times.begin(), times.end());
-  return meanOverRanks(comm, 3.0 * count * sizeof(float) / times[2]);
+  // other work to disturb it. In one turn, so that after the first the
+  // ranks of a turn stream together.
+  double median = inTurns(comm, turn, [&](loom::comm::Communicator *c) {
+    std::vector<double> times;
+    for (int i = 0; i < 5; ++i)
+      times.push_back(timeIt(c, seconds / 5, pass));
+    std::sort(times.begin(), times.end());
+    return times[2];
+  });
+  return meanOverRanks(comm, 3.0 * count * sizeof(float) / median);
 }
 
 /// How many ranks measure the kernels at once on a time-shared node: as
@@ -243,9 +269,9 @@ int kernelTurnSize(const plan::Cluster &profile) {
 }
 
 /// The GEMM rates and memory bandwidth of `profile`, each the mean over the
-/// ranks. On a node whose ranks time-share its cores, the ranks measure in
-/// turns of kernelTurnSize, the others waiting, so that each figure is that
-/// of a rank with cores of its own (every core busy), which
+/// ranks. On a node whose ranks time-share its cores, the ranks time each
+/// kernel in turns of kernelTurnSize, the others waiting, so that each
+/// figure is that of a rank with cores of its own (every core busy), which
 /// Cluster::computeSpeed scales by the ranks computing at each moment.
 /// Timed all at once, short kernels caught the sharing only in part: a
 /// 4-rank profile on 2 cores read 58-75 GFLOP/s for a 1024x512x512 product
@@ -254,31 +280,8 @@ int kernelTurnSize(const plan::Cluster &profile) {
 void measureKernels(loom::comm::Communicator *comm, plan::Cluster &profile,
                     double seconds) {
   int turn = kernelTurnSize(profile);
-  if (!comm || turn >= comm->size()) {
-    profile.gemm = measureGemms(comm, seconds);
-    profile.memoryBandwidth = measureBandwidth(comm, seconds);
-    return;
-  }
-  // The bandwidth in turns of its own, so that the ranks of a turn stream
-  // together (after the GEMMs they would finish apart).
-  int turns = (comm->size() + turn - 1) / turn;
-  for (int t = 0; t < turns; ++t) {
-    comm->barrier();
-    if (comm->rank() / turn == t)
-      profile.gemm = measureGemms(nullptr, seconds);
-  }
-  for (int t = 0; t < turns; ++t) {
-    comm->barrier();
-    if (comm->rank() / turn == t)
-      profile.memoryBandwidth = measureBandwidth(nullptr, seconds);
-  }
-  std::vector<float> rates;
-  for (const plan::GemmSample &g : profile.gemm)
-    rates.push_back(float(g.flops / 1e9));
-  comm->allReduce(rates.data(), rates.size(), loom::comm::ReduceOp::Sum);
-  for (size_t i = 0; i < rates.size(); ++i)
-    profile.gemm[i].flops = double(rates[i]) / comm->size() * 1e9;
-  profile.memoryBandwidth = meanOverRanks(comm, profile.memoryBandwidth);
+  profile.gemm = measureGemms(comm, turn, seconds);
+  profile.memoryBandwidth = measureBandwidth(comm, turn, seconds);
 }
 
 /// Runs communicator calls on a thread of their own, one after another, and
