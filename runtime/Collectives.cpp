@@ -166,7 +166,8 @@ class HostCopy {
 public:
   enum Use { Read, Write };
 
-  HostCopy(Unranked *u, int64_t elementBytes, Use use) : original(u) {
+  HostCopy(Unranked *u, int64_t elementBytes, Use use)
+      : original(u), elementBytes(elementBytes) {
     auto *words = static_cast<int64_t *>(u->descriptor);
     int64_t rank = u->rank;
     // The view's lowest and highest element, relative to its offset.
@@ -187,7 +188,7 @@ public:
     descriptor[0] = descriptor[1] = reinterpret_cast<int64_t>(host.data());
     descriptor[2] = -low;
     staged = {rank, descriptor.data()};
-    bool dense = high - low + 1 == count;
+    dense = high - low + 1 == count;
     if ((use == Read || !dense) &&
         !loom::rt::deviceCopy(host.data(), device, bytes))
       fail("from");
@@ -204,9 +205,26 @@ public:
   /// The argument's address on the device, which names it to loom.wait.
   const void *address() const { return key; }
 
-  /// Copies what the host wrote back to the device.
+  /// Copies what the host wrote back to the device. A view with gaps puts
+  /// only its elements into the span read again: the device may have
+  /// written the gaps since (between a started all-reduce and its wait).
   void writeBack() {
-    if (device && !failed && !loom::rt::deviceCopy(device, host.data(), bytes))
+    if (!device || failed)
+      return;
+    if (!dense) {
+      auto *words = descriptor.data();
+      loom::rt::StridedBytes view{
+          host.data() + words[2] * elementBytes, (size_t)elementBytes,
+          std::vector<int64_t>(words + 3, words + 3 + staged.rank),
+          std::vector<int64_t>(words + 3 + staged.rank,
+                               words + 3 + 2 * staged.rank)};
+      std::vector<char> packed;
+      view.copy(packed, /*intoPacked=*/true);
+      if (!loom::rt::deviceCopy(host.data(), device, bytes))
+        return fail("from");
+      view.copy(packed, /*intoPacked=*/false);
+    }
+    if (!loom::rt::deviceCopy(device, host.data(), bytes))
       fail("to");
   }
 
@@ -220,6 +238,8 @@ private:
   }
 
   Unranked *original;
+  int64_t elementBytes;
+  bool dense = true;
   Unranked staged{0, nullptr};
   const void *key = nullptr;
   char *device = nullptr;
@@ -687,7 +707,9 @@ void allReduceStart(Unranked *in, Unranked *out, int64_t reduction,
   if (!c || !reduceOpOf(reduction, op))
     return;
   CollectiveQueue &queue = CollectiveQueue::get();
-  uint64_t ticket = queue.submit([=]() -> std::string {
+  // The task holds the output's host copy too: it writes into it.
+  uint64_t ticket = queue.submit([=, keep = output]() -> std::string {
+    (void)keep;
     try {
       allReduceValues<T>(c, *values, op);
     } catch (const comm::Error &e) {
@@ -717,7 +739,8 @@ template <typename T> void wait(Unranked *buffer) {
     rt::trace::record("collective wait", "wait", started, rt::trace::now());
   if (!error.empty() && rt::collectiveError.empty())
     rt::collectiveError = error;
-  done.out->writeBack();
+  if (error.empty())
+    done.out->writeBack();
 }
 
 } // namespace
@@ -883,7 +906,8 @@ void onHostCopies(Unranked *in, Unranked *out, Fn &&collective) {
   if (!input.get() || !output.get())
     return;
   collective(input.get(), output.get());
-  output.writeBack();
+  if (loom::rt::collectiveError.empty())
+    output.writeBack();
 }
 } // namespace
 

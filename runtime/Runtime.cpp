@@ -1172,7 +1172,6 @@ loom_status_t loom_session_run(loom_session_t *session) {
       return makeStatus(LOOM_STATUS_FAILED_PRECONDITION,
                         "input \"" + t.name + "\" was not set");
   loom::rt::currentCommunicator = session->communicator.get();
-  loom::rt::deviceCopy = session->engine ? session->engine->copy : nullptr;
   loom::rt::currentMesh.clear();
   for (const auto &axis : session->mesh)
     loom::rt::currentMesh.push_back(axis.second);
@@ -1187,6 +1186,7 @@ loom_status_t loom_session_run(loom_session_t *session) {
                               "\" to the device: " + engine->error());
       t.deviceStale = false;
     }
+  loom::rt::deviceCopy = session->engine ? session->engine->copy : nullptr;
   int64_t started = loom::rt::trace::enabled() ? loom::rt::trace::now() : 0;
   session->entry(session->descriptors.data());
   loom::rt::finishPointToPoint();

@@ -33,9 +33,12 @@ double Cluster::peakFor(StringRef precision) const {
 double Cluster::computeSpeed(int64_t busy) const {
   if (!timeShared() || busy < 1)
     return 1;
-  return std::min(1.0, double(coresPerNode) /
-                           double(std::min(busy, devicesPerNode) *
-                                  std::max<int64_t>(1, threadsPerDevice)));
+  auto share = [&](int64_t devices) {
+    return std::min(
+        1.0, double(coresPerNode) /
+                 double(devices * std::max<int64_t>(1, threadsPerDevice)));
+  };
+  return share(std::min(busy, devicesPerNode)) / share(measuredBusy());
 }
 
 std::optional<double> MeasuredCollective::timeFor(double bytes) const {

@@ -259,18 +259,9 @@ double measureBandwidth(loom::comm::Communicator *comm, int turn,
   return meanOverRanks(comm, 3.0 * count * sizeof(float) / median);
 }
 
-/// How many ranks measure the kernels at once on a time-shared node: as
-/// many as have cores of their own (at least one).
-int kernelTurnSize(const plan::Cluster &profile) {
-  if (!profile.timeShared())
-    return (int)profile.devicesPerNode;
-  return (int)std::max<int64_t>(
-      1, profile.coresPerNode / std::max<int64_t>(1, profile.threadsPerDevice));
-}
-
 /// The GEMM rates and memory bandwidth of `profile`, each the mean over the
 /// ranks. On a node whose ranks time-share its cores, the ranks time each
-/// kernel in turns of kernelTurnSize, the others waiting, so that each
+/// kernel in turns of Cluster::measuredBusy, the others waiting, so that each
 /// figure is that of a rank with cores of its own (every core busy), which
 /// Cluster::computeSpeed scales by the ranks computing at each moment.
 /// Timed all at once, short kernels caught the sharing only in part: a
@@ -279,7 +270,7 @@ int kernelTurnSize(const plan::Cluster &profile) {
 /// small products.
 void measureKernels(loom::comm::Communicator *comm, plan::Cluster &profile,
                     double seconds) {
-  int turn = kernelTurnSize(profile);
+  int turn = profile.measuredBusy();
   profile.gemm = measureGemms(comm, turn, seconds);
   profile.memoryBandwidth = measureBandwidth(comm, turn, seconds);
 }
@@ -636,6 +627,13 @@ int runCalibrate(int argc, char **argv) {
   profile.threadsPerDevice = threads;
   try {
     profile.coresPerNode = nodeCpus(comm.get());
+    // The most threads any rank runs: every rank must take the same turns
+    // (LOOM_NUM_THREADS set differently per rank by another launcher).
+    if (comm) {
+      float most = float(threads);
+      comm->allReduce(&most, 1, loom::comm::ReduceOp::Max);
+      profile.threadsPerDevice = int64_t(most);
+    }
   } catch (const loom::comm::Error &e) {
     return fail(e.what());
   }
@@ -645,8 +643,8 @@ int runCalibrate(int argc, char **argv) {
   if (profile.timeShared())
     log << "  the ranks time-share " << profile.coresPerNode
         << (profile.coresPerNode == 1 ? " CPU" : " CPUs")
-        << ": GEMMs and bandwidth are measured by " << kernelTurnSize(profile)
-        << " rank" << (kernelTurnSize(profile) == 1 ? "" : "s")
+        << ": GEMMs and bandwidth are measured by " << profile.measuredBusy()
+        << " rank" << (profile.measuredBusy() == 1 ? "" : "s")
         << " at a time, collectives by all\n";
 
   Collectives collectives;

@@ -180,7 +180,7 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     if (!crashed(status)) {
       auto grace = std::chrono::steady_clock::now() +
                    std::chrono::milliseconds(200);
-      while (std::chrono::steady_clock::now() < grace) {
+      while (!ranks.empty() && std::chrono::steady_clock::now() < grace) {
         int other = 0;
         pid_t done = ::waitpid(-1, &other, WNOHANG);
         if (done <= 0) {

@@ -131,11 +131,21 @@ struct Cluster {
 
   int64_t devices() const { return devicesPerNode * nodes; }
   /// How fast a device of a node computes when `busy` of the node's devices
-  /// compute, relative to the profile's figures (those of a device with
-  /// cores of its own: calibrate measures time-shared ranks in turns):
-  /// min(1, cores / (busy x threads)); 1 without coresPerNode or with cores
+  /// compute, relative to the profile's figures (measured with
+  /// measuredBusy() devices computing): min(1, cores / (busy x threads))
+  /// over the same for measuredBusy(); 1 without coresPerNode or with cores
   /// enough for every device.
   double computeSpeed(int64_t busy) const;
+  /// How many of a node's devices computed at once when the device's
+  /// figures were measured: every one, or on a time-shared node as many as
+  /// have cores of their own (at least one: `loom-run calibrate` measures
+  /// such ranks in turns of this size).
+  int64_t measuredBusy() const {
+    if (!timeShared())
+      return devicesPerNode;
+    return std::max<int64_t>(1, coresPerNode /
+                                    std::max<int64_t>(1, threadsPerDevice));
+  }
   /// Whether computeSpeed can differ from 1.
   bool timeShared() const {
     return coresPerNode > 0 && devicesPerNode * threadsPerDevice > coresPerNode;

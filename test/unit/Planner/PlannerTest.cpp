@@ -393,6 +393,16 @@ TEST(PlannerTest, TimeSharedCoresAreSplitAmongTheBusyDevices) {
   c.threadsPerDevice = 2;
   EXPECT_DOUBLE_EQ(c.computeSpeed(2), 0.5);
   EXPECT_DOUBLE_EQ(c.computeSpeed(1), 1);
+  EXPECT_EQ(c.measuredBusy(), 1);
+  // One device of 4 threads on 2 cores was measured oversubscribed as it
+  // runs: no further slowdown.
+  c.devicesPerNode = 1;
+  c.threadsPerDevice = 4;
+  EXPECT_TRUE(c.timeShared());
+  EXPECT_EQ(c.measuredBusy(), 1);
+  EXPECT_DOUBLE_EQ(c.computeSpeed(1), 1);
+  c.threadsPerDevice = 1;
+  c.devicesPerNode = 2;
   // Cores enough for every device, or none given: no sharing.
   c.coresPerNode = 4;
   EXPECT_FALSE(c.timeShared());
