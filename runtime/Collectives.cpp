@@ -156,6 +156,15 @@ template <typename T> struct View {
   }
 };
 
+/// The memref `u` of `elementBytes`-byte elements as raw bytes.
+loom::rt::StridedBytes bytesOf(const Unranked &u, int64_t elementBytes) {
+  auto *words = static_cast<int64_t *>(u.descriptor);
+  return {reinterpret_cast<char *>(words[1]) + words[2] * elementBytes,
+          (size_t)elementBytes,
+          std::vector<int64_t>(words + 3, words + 3 + u.rank),
+          std::vector<int64_t>(words + 3 + u.rank, words + 3 + 2 * u.rank)};
+}
+
 /// The buffer of a collective's argument where the host can read and write
 /// it. For a device bundle (loom::rt::deviceCopy set) that is a host copy of
 /// the span the view covers on the device, from its first element to its
@@ -212,12 +221,7 @@ public:
     if (!device || failed)
       return;
     if (!dense) {
-      auto *words = descriptor.data();
-      loom::rt::StridedBytes view{
-          host.data() + words[2] * elementBytes, (size_t)elementBytes,
-          std::vector<int64_t>(words + 3, words + 3 + staged.rank),
-          std::vector<int64_t>(words + 3 + staged.rank,
-                               words + 3 + 2 * staged.rank)};
+      loom::rt::StridedBytes view = bytesOf(staged, elementBytes);
       std::vector<char> packed;
       view.copy(packed, /*intoPacked=*/true);
       if (!loom::rt::deviceCopy(host.data(), device, bytes))
@@ -746,15 +750,6 @@ template <typename T> void wait(Unranked *buffer) {
 } // namespace
 
 namespace {
-
-/// The memref `u` of `elementBytes`-byte elements as raw bytes.
-loom::rt::StridedBytes bytesOf(const Unranked &u, int64_t elementBytes) {
-  auto *words = static_cast<int64_t *>(u.descriptor);
-  return {reinterpret_cast<char *>(words[1]) + words[2] * elementBytes,
-          (size_t)elementBytes,
-          std::vector<int64_t>(words + 3, words + 3 + u.rank),
-          std::vector<int64_t>(words + 3 + u.rank, words + 3 + 2 * u.rank)};
-}
 
 /// Messages sent to and received from each rank so far: both sides of a
 /// pair count the same sequence. Touched only on the collective thread.

@@ -67,14 +67,14 @@ public:
     p.stage = stage;
     for (Operation &op : func.getBody().front()) {
       if (auto send = dyn_cast<SendOp>(op)) {
-        notePipelineAxis(send.getMeshAxes());
+        pipelineAxes = send.getMeshAxes();
         double bytes = tensorBytes(send.getInput().getType());
         p.events.push_back(
             {Event::Send, bytes, stage + int64_t(send.getOffset()), {}});
         continue;
       }
       if (auto recv = dyn_cast<RecvOp>(op)) {
-        notePipelineAxis(recv.getMeshAxes());
+        pipelineAxes = recv.getMeshAxes();
         p.events.push_back(
             {Event::Recv, 0, stage + int64_t(recv.getOffset()), {}});
         continue;
@@ -294,7 +294,6 @@ private:
   static double tensorBytes(Type type) { return loom::detail::tensorBytes(type); }
 
   /// The mesh axes the stages' messages travel along (none without stages).
-  void notePipelineAxis(ArrayAttr axes) { pipelineAxes = axes; }
   ArrayAttr pipelineAxes;
 
   /// Ranks in the group of `axes`, and the distance between neighbours

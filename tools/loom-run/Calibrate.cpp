@@ -1,11 +1,10 @@
-//===- Calibrate.cpp - loom-run calibrate: a cluster profile of this machine
-//===//
+//===- Calibrate.cpp - loom-run calibrate: a cluster profile of this machine ===//
 //
 //   loom-run calibrate --nproc N -o cluster.json
 //
 // Measures what the planner's cost model needs, as N local ranks see it
-// while they all run at once (each with its share of the CPUs, as
-// `loom-run train --nproc N` gives them):
+// (each with its share of the CPUs, as `loom-run train --nproc N` gives
+// them):
 //
 //  * the throughput of libloomrt's GEMM kernels (the ones compiled bundles
 //    call) in fp32 and bf16 over a grid of shapes, since a CPU reaches very
@@ -24,8 +23,9 @@
 //
 // Rank 0 writes the figures as a cluster description (the format of
 // examples/clusters/) with one node of N "devices", each a rank's share of
-// this CPU. All ranks time each measurement together (a barrier first) and
-// the figure kept is the mean over the ranks.
+// this CPU. The ranks time each measurement together (a barrier first; in
+// turns on time-shared cores), and the figure kept is the mean over the
+// ranks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -264,10 +264,10 @@ double measureBandwidth(loom::comm::Communicator *comm, int turn,
 /// kernel in turns of Cluster::measuredBusy, the others waiting, so that each
 /// figure is that of a rank with cores of its own (every core busy), which
 /// Cluster::computeSpeed scales by the ranks computing at each moment.
-/// Timed all at once, short kernels caught the sharing only in part: a
-/// 4-rank profile on 2 cores read 58-75 GFLOP/s for a 1024x512x512 product
-/// that a rank with its own core runs at 111, and near-full rates for
-/// small products.
+/// Timed all at once, short kernels caught the sharing only in part: 4-rank
+/// profiles on 2 cores read 58-75 GFLOP/s for a 1024x512x512 product that
+/// 2-rank ones (a core per rank) read at 100-114, but fp32 peaks of 87-108
+/// GFLOP/s (2-rank: 107-115), from small products.
 void measureKernels(loom::comm::Communicator *comm, plan::Cluster &profile,
                     double seconds) {
   int turn = profile.measuredBusy();
@@ -638,7 +638,8 @@ int runCalibrate(int argc, char **argv) {
     return fail(e.what());
   }
   log << "calibrating " << ranks << (ranks == 1 ? " rank" : " ranks") << " of "
-      << threads << (threads == 1 ? " thread" : " threads") << " on "
+      << profile.threadsPerDevice
+      << (profile.threadsPerDevice == 1 ? " thread" : " threads") << " on "
       << cpuName() << "\n";
   if (profile.timeShared())
     log << "  the ranks time-share " << profile.coresPerNode

@@ -230,6 +230,13 @@ TEST(PlannerTest, SearchReportsTheSmallestMemoryWhenNothingFits) {
   EXPECT_GT(r->outOfMemory, 0);
 }
 
+/// `text` with its first `from` replaced by `to`.
+std::string withReplaced(std::string text, const std::string &from,
+                         const std::string &to) {
+  text.replace(text.find(from), from.size(), to);
+  return text;
+}
+
 TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
   const char *good = R"({
     "name": "c", "devices_per_node": 8, "nodes": 2,
@@ -254,9 +261,7 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
     return c ? std::string() : llvm::toString(c.takeError());
   };
   auto replaced = [&](const std::string &from, const std::string &to) {
-    std::string text = good;
-    text.replace(text.find(from), from.size(), to);
-    return text;
+    return withReplaced(good, from, to);
   };
   EXPECT_EQ(error(replaced("\"nodes\"", "\"node\"")),
             "\"node\" is not a known field");
@@ -294,9 +299,7 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
   EXPECT_DOUBLE_EQ(cc->allReduce->times[1].second, 500e-6);
   EXPECT_FALSE(cc->allGather.has_value());
   auto swap = [&](const std::string &from, const std::string &to) {
-    std::string text = calibrated;
-    text.replace(text.find(from), from.size(), to);
-    return error(text);
+    return error(withReplaced(calibrated, from, to));
   };
   EXPECT_EQ(swap("\"precision\": \"bf16\"", "\"precision\": \"int8\""),
             "\"device.gemm[0].precision\" must be fp32, tf32, bf16 or fp16");
@@ -365,14 +368,10 @@ TEST(PlannerTest, ClusterDescriptionsAreCheckedFieldByField) {
   ASSERT_TRUE(bool(sback)) << llvm::toString(sback.takeError());
   EXPECT_EQ(sback->coresPerNode, 4);
   EXPECT_EQ(sback->threadsPerDevice, 2);
-  auto sharedSwap = [&](const std::string &from, const std::string &to) {
-    std::string text = shared;
-    text.replace(text.find(from), from.size(), to);
-    return error(text);
-  };
-  EXPECT_EQ(sharedSwap("\"cores_per_node\": 4", "\"cores_per_node\": 0"),
+  EXPECT_EQ(error(withReplaced(shared, "\"cores_per_node\": 4",
+                               "\"cores_per_node\": 0")),
             "\"cores_per_node\" must be positive");
-  EXPECT_EQ(sharedSwap("\"threads\": 2", "\"threads\": 0"),
+  EXPECT_EQ(error(withReplaced(shared, "\"threads\": 2", "\"threads\": 0")),
             "\"device.threads\" must be positive");
 }
 

@@ -52,6 +52,11 @@ int countingCopy(void *dst, const void *src, size_t bytes) {
   return 1;
 }
 
+int failingCopy(void *, const void *, size_t) {
+  ++copies;
+  return 0;
+}
+
 } // namespace
 
 extern "C" void _mlir_ciface_loom_rt_all_reduce_f32(Unranked *in,
@@ -93,4 +98,21 @@ TEST(Collectives, HostBuffersAreUsedInPlace) {
   EXPECT_TRUE(loom::rt::collectiveError.empty()) << loom::rt::collectiveError;
   EXPECT_EQ(copies, 0);
   EXPECT_EQ(out, in);
+}
+
+TEST(Collectives, AFailedDeviceCopyIsTheRunsError) {
+  std::vector<float> in = {1, 2, 3};
+  std::vector<float> out(3, -1);
+  View1 src(in.data(), 0, 3, 1), dst(out.data(), 0, 3, 1);
+  copies = 0;
+  loom::rt::collectiveError.clear();
+  loom::rt::deviceCopy = failingCopy;
+  _mlir_ciface_loom_rt_all_reduce_f32(&src.unranked, &dst.unranked, 0, 1);
+  loom::rt::deviceCopy = nullptr;
+  EXPECT_EQ(loom::rt::collectiveError,
+            "copying a collective's buffer from the device failed");
+  // Reading in failed: nothing else was copied, out is untouched.
+  EXPECT_EQ(copies, 1);
+  EXPECT_EQ(out, (std::vector<float>{-1, -1, -1}));
+  loom::rt::collectiveError.clear();
 }

@@ -120,13 +120,14 @@ TEST(GlooComm, BrokenPipesAreIgnored) {
   EXPECT_EQ(pipeHandler(), SIG_IGN);
 }
 
-void countPipes(int) {}
+/// A program's own SIGPIPE handler (it does nothing).
+void ownPipeHandler(int) {}
 
 TEST(GlooComm, TheProgramsOwnPipeHandlerStays) {
-  ::signal(SIGPIPE, countPipes);
+  ::signal(SIGPIPE, ownPipeHandler);
   auto comm = loom::comm::connectGloo(oneRank("gloo-pipe-handler"));
   ASSERT_TRUE(comm);
-  EXPECT_EQ(pipeHandler(), &countPipes);
+  EXPECT_EQ(pipeHandler(), &ownPipeHandler);
   ::signal(SIGPIPE, SIG_DFL);
 }
 
