@@ -39,6 +39,10 @@ if config.cuda_home:
     config.environment["CUDA_HOME"] = config.cuda_home
     config.substitutions.append(("%ptxas", os.path.join(config.cuda_home, "bin", "ptxas")))
 
+# Two CPUs at least (CPUs 0 and 1, which the pinning test names).
+if {0, 1} <= os.sched_getaffinity(0):
+    config.available_features.add("cpus-0-1")
+
 # A CUDA device (the device machine's scripts/gpu-check.sh runs lit too).
 if shutil.which("nvidia-smi") and subprocess.run(
         ["nvidia-smi", "-L"], stdout=subprocess.DEVNULL,

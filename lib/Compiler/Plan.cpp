@@ -206,33 +206,51 @@ private:
     return true;
   }
 
-  /// The ranks of each program (pipeline stage) by node: a stage holds the
-  /// ranks whose coordinate along the pipeline's axis is its number (all
-  /// ranks without one); rank r sits on node r / devicesPerNode.
-  std::vector<std::map<int64_t, int64_t>>
-  ranksByNode(const std::vector<Program> &programs) const {
+  /// Where each program's (pipeline stage's) ranks compute: the ranks at
+  /// each (node, CPU). A stage holds the ranks whose coordinate along the
+  /// pipeline's axis is its number (all ranks without one); rank r sits on
+  /// node r / devicesPerNode, on the CPU plan::pinRanks pins it to (the
+  /// stages being the phases), or on CPU -1 (the node's cores, shared)
+  /// where the node's ranks are not pinned.
+  std::vector<std::map<std::pair<int64_t, int64_t>, int64_t>>
+  placesOf(const std::vector<Program> &programs) const {
     int64_t ranks = 1;
     for (int64_t size : mesh.getAxisSizes())
       ranks *= size;
     auto [stages, stride] =
         pipelineAxes ? group(pipelineAxes) : std::pair<int64_t, int64_t>{1, 1};
-    std::vector<std::map<int64_t, int64_t>> out;
+    auto stageOf = [&](int64_t r) { return (r / stride) % stages; };
+    int64_t perNode = std::max<int64_t>(1, c.devicesPerNode);
+    std::vector<int64_t> cpuOf(ranks, -1);
+    for (int64_t first = 0; first < ranks; first += perNode) {
+      std::vector<int64_t> phases;
+      for (int64_t r = first; r < std::min(ranks, first + perNode); ++r)
+        phases.push_back(stageOf(r));
+      std::vector<int64_t> pins =
+          plan::pinRanks(phases, c.coresPerNode, c.threadsPerDevice);
+      for (auto [i, cpu] : llvm::enumerate(pins))
+        cpuOf[first + i] = cpu;
+    }
+    std::vector<std::map<std::pair<int64_t, int64_t>, int64_t>> out;
     for (const Program &p : programs) {
-      std::map<int64_t, int64_t> nodes;
+      std::map<std::pair<int64_t, int64_t>, int64_t> places;
       for (int64_t r = 0; r < ranks; ++r)
-        if ((r / stride) % stages == p.stage)
-          ++nodes[r / c.devicesPerNode];
-      out.push_back(std::move(nodes));
+        if (stageOf(r) == p.stage)
+          ++places[{r / perNode, cpuOf[r]}];
+      out.push_back(std::move(places));
     }
     return out;
   }
 
   /// run() on a time-shared profile: advances every program to the next
   /// moment one starts or stops computing or wakes, each computing program
-  /// at the speed of its slowest node (Cluster::computeSpeed of the ranks
-  /// computing there).
+  /// at the speed of its slowest place: a CPU its ranks are pinned to runs
+  /// each of the ranks computing there at 1 / their number (the profile's
+  /// figures are a pinned rank's alone on its CPU), the shared cores of an
+  /// unpinned node at Cluster::computeSpeed of the ranks computing there.
   void runShared(std::vector<Program> &programs, Arrivals &arrivals) {
-    std::vector<std::map<int64_t, int64_t>> nodesOf = ranksByNode(programs);
+    std::vector<std::map<std::pair<int64_t, int64_t>, int64_t>>
+        placesOfProgram = placesOf(programs);
     // Profile seconds of computing left in each program's current event;
     // negative while it does not compute.
     std::vector<double> left(programs.size(), -1);
@@ -255,18 +273,20 @@ private:
             progress = true;
           }
       }
-      std::map<int64_t, int64_t> busy;
-      for (auto [i, nodes] : llvm::enumerate(nodesOf))
+      std::map<std::pair<int64_t, int64_t>, int64_t> busy;
+      for (auto [i, places] : llvm::enumerate(placesOfProgram))
         if (left[i] >= 0)
-          for (auto [node, count] : nodes)
-            busy[node] += count;
+          for (auto [place, count] : places)
+            busy[place] += count;
       std::vector<double> speed(programs.size(), 0);
       double next = std::numeric_limits<double>::infinity();
       for (auto [i, p] : llvm::enumerate(programs)) {
         if (left[i] >= 0) {
           speed[i] = std::numeric_limits<double>::infinity();
-          for (auto [node, count] : nodesOf[i])
-            speed[i] = std::min(speed[i], c.computeSpeed(busy[node]));
+          for (auto [place, count] : placesOfProgram[i])
+            speed[i] = std::min(speed[i], place.second < 0
+                                              ? c.computeSpeed(busy[place])
+                                              : 1.0 / double(busy[place]));
           next = std::min(next, now + left[i] / speed[i]);
         } else if (p.next < p.events.size() && p.time > now) {
           next = std::min(next, p.time);

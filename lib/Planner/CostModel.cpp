@@ -8,6 +8,7 @@
 
 #include "loom/Planner/Planner.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -39,6 +40,24 @@ double Cluster::computeSpeed(int64_t busy) const {
                  double(devices * std::max<int64_t>(1, threadsPerDevice)));
   };
   return share(std::min(busy, devicesPerNode)) / share(measuredBusy());
+}
+
+std::vector<int64_t> mlir::loom::plan::pinRanks(llvm::ArrayRef<int64_t> phases,
+                                                int64_t cpus, int64_t threads) {
+  int64_t ranks = phases.size();
+  if (threads != 1 || cpus < 1 || ranks <= cpus || ranks % cpus)
+    return {};
+  // (index within the phase, phase, rank), in that order.
+  std::map<int64_t, int64_t> seen;
+  std::vector<std::array<int64_t, 3>> order;
+  for (auto [rank, phase] : llvm::enumerate(phases))
+    order.push_back({seen[phase]++, phase, int64_t(rank)});
+  llvm::sort(order);
+  std::vector<int64_t> cpuOf(ranks);
+  int64_t perCpu = ranks / cpus;
+  for (auto [position, key] : llvm::enumerate(order))
+    cpuOf[key[2]] = int64_t(position) / perCpu;
+  return cpuOf;
 }
 
 std::optional<double> MeasuredCollective::timeFor(double bytes) const {

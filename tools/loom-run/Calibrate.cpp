@@ -599,8 +599,13 @@ int runCalibrate(int argc, char **argv) {
     return fail("--seconds must be positive");
   if (calibrateRanks > 1 && !distributed) {
     // The launcher keeps rank 0's output; rank 0 writes the file.
+    // The ranks of a turn (measureKernels) compute together: pinned, each
+    // on its own CPU.
+    std::vector<int64_t> turns;
+    for (unsigned r = 0; r < calibrateRanks; ++r)
+      turns.push_back(r / loom::rt::availableCpus());
     return launchRanks(calibrateRanks, /*masterPort=*/0, /*killAfter=*/60,
-                       rankCommandLine(argc, argv, {"nproc"}));
+                       rankCommandLine(argc, argv, {"nproc"}), turns);
   }
 
   std::unique_ptr<loom::comm::Communicator> comm;

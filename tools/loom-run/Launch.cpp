@@ -9,12 +9,15 @@
 // one fails (non-zero exit or a signal) names it and stops the others:
 // SIGTERM, then SIGKILL after --kill-after seconds. Exits 0 when every rank
 // succeeded, else 1. Unless LOOM_NUM_THREADS is set, each rank's thread pool
-// gets an equal share of the CPUs (at least one thread).
+// gets an equal share of the CPUs (at least one thread). Ranks that
+// outnumber the CPUs by a whole factor are pinned to one CPU each, as many
+// on every CPU (LOOM_CPU_BIND=none leaves them to the operating system).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Launch.h"
 #include "Parallel.h"
+#include "loom/Planner/Planner.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/CommandLine.h"
@@ -23,12 +26,14 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <sched.h>
 #include <string>
 #include <sys/wait.h>
 #include <thread>
@@ -39,7 +44,9 @@ using namespace llvm;
 
 cl::SubCommand launchCommand(
     "launch", "Start N local ranks of a command with torchrun's variables, "
-              "and stop them all if one fails");
+              "and stop them all if one fails (ranks that outnumber the CPUs "
+              "by a whole factor are pinned, as many per CPU; "
+              "LOOM_CPU_BIND=none leaves them to the system)");
 static cl::opt<unsigned> nproc("nproc", cl::desc("Number of ranks (default 2)"),
                                cl::init(2), cl::sub(launchCommand));
 static cl::opt<unsigned>
@@ -83,11 +90,13 @@ bool crashed(int status) { return WIFSIGNALED(status) && !brokenPipe(status); }
 
 int runLaunch() {
   return launchRanks(nproc, masterPort, killAfter,
-                     std::vector<std::string>(command.begin(), command.end()));
+                     std::vector<std::string>(command.begin(), command.end()),
+                     {});
 }
 
 int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
-                std::vector<std::string> args) {
+                std::vector<std::string> args, std::vector<int64_t> phases) {
+  assert((phases.empty() || phases.size() == nproc) && "a phase per rank");
   if (nproc < 1)
     return launchError("--nproc must be at least 1");
   if (masterPort > 65535)
@@ -111,6 +120,47 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     threadsPerRank = std::to_string(
         std::max(1u, (unsigned)loom::rt::availableCpus() / nproc));
 
+  // Ranks that time-share the CPUs are pinned (plan::pinRanks, which the
+  // planner's step simulation follows): left to the scheduler, the two
+  // ranks of one pipeline stage of a dp=2 x pp=2 run on 2 CPUs often
+  // shared a CPU while the other idled (the benchmark GPT's step took
+  // 19.5-22.9 ms pinned one rank of each stage per CPU, 36.5-38.0 ms with
+  // both ranks of a stage on one CPU, 25.9-27.3 ms unpinned).
+  const char *bindChoice = std::getenv("LOOM_CPU_BIND");
+  StringRef bind = bindChoice && *bindChoice ? bindChoice : "auto";
+  if (bind != "auto" && bind != "none")
+    return launchError("LOOM_CPU_BIND=" + bind + " is not one of auto, none");
+  std::vector<int> cpus;
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (::sched_getaffinity(0, sizeof(allowed), &allowed) == 0)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &allowed))
+        cpus.push_back(cpu);
+  std::vector<int64_t> pins;
+  if (bind == "auto" && !cpus.empty()) {
+    const char *configured = std::getenv("LOOM_NUM_THREADS");
+    int64_t threads = threadsPerRank.empty() ? std::atoi(configured)
+                                             : std::stoi(threadsPerRank);
+    phases.resize(nproc, 0);
+    pins = mlir::loom::plan::pinRanks(phases, cpus.size(), threads);
+  }
+  if (!pins.empty()) {
+    std::string line;
+    raw_string_ostream os(line);
+    os << "loom-run launch: " << nproc << " ranks on " << cpus.size()
+       << " CPUs, pinned:";
+    for (size_t i = 0; i < cpus.size(); ++i) {
+      os << (i ? "," : "") << " ranks";
+      for (unsigned r = 0; r < nproc; ++r)
+        if (pins[r] == int64_t(i))
+          os << " " << r;
+      os << " on CPU " << cpus[i];
+    }
+    os << " (LOOM_CPU_BIND=none leaves them to the system)\n";
+    errs() << line;
+  }
+
   std::map<pid_t, int> ranks;
   for (unsigned r = 0; r < nproc; ++r) {
     pid_t pid = ::fork();
@@ -121,6 +171,13 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
       ::setenv("RANK", std::to_string(r).c_str(), 1);
       ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       ::setenv("WORLD_SIZE", std::to_string(nproc).c_str(), 1);
+      if (!pins.empty()) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus[pins[r]], &one);
+        // Without the pin the rank still runs, as the system places it.
+        (void)::sched_setaffinity(0, sizeof(one), &one);
+      }
       if (!threadsPerRank.empty())
         ::setenv("LOOM_NUM_THREADS", threadsPerRank.c_str(), 1);
       if (masterPort) {

@@ -6,6 +6,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -19,9 +20,12 @@ int reportError(llvm::StringRef tool, const llvm::Twine &message);
 /// Runs `args` as `nproc` local ranks with torchrun's variables (a TCP store
 /// on `masterPort`, or a file store when 0), waits for them, and when one
 /// fails names it and stops the others (SIGTERM, SIGKILL after `killAfter`
-/// seconds). Returns 0 when every rank succeeded, else 1.
+/// seconds). Returns 0 when every rank succeeded, else 1. `phases` (one per
+/// rank, or none: all alike) says which ranks compute at the same time, for
+/// pinning ranks that outnumber the CPUs (plan::pinRanks) unless
+/// LOOM_CPU_BIND=none.
 int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
-                std::vector<std::string> args);
+                std::vector<std::string> args, std::vector<int64_t> phases);
 
 /// This process's command line (as /proc/self/exe) without the options
 /// named in `launcherOptions` (each with its value, as `--name V` or

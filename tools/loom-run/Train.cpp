@@ -464,6 +464,47 @@ double scalarOf(loom_session_t *session, size_t index) {
   return npy::elementAsDouble(static_cast<const char *>(data), info.dtype, 0);
 }
 
+/// Each rank's pipeline stage in the bundle's mesh (what the launcher
+/// spreads over the CPUs when it pins ranks), or nothing when the bundle
+/// has no pipeline or its mesh is not `nproc` ranks (each rank then reports
+/// what is wrong with the bundle).
+std::vector<int64_t> pipelineStages(StringRef dir, unsigned nproc) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+      llvm::MemoryBuffer::getFile(dir + "/manifest.json");
+  if (!text)
+    return {};
+  llvm::Expected<llvm::json::Value> manifest =
+      llvm::json::parse((*text)->getBuffer());
+  if (!manifest) {
+    llvm::consumeError(manifest.takeError());
+    return {};
+  }
+  const llvm::json::Object *root = manifest->getAsObject();
+  const llvm::json::Array *mesh = root ? root->getArray("mesh") : nullptr;
+  const llvm::json::Object *training =
+      root ? root->getObject("training") : nullptr;
+  std::optional<StringRef> axis =
+      training ? training->getString("pipeline_axis") : std::nullopt;
+  if (!mesh || !axis)
+    return {};
+  int64_t ranks = 1, stride = 1, stages = 0;
+  for (const llvm::json::Value &entry : llvm::reverse(*mesh)) {
+    const llvm::json::Object *a = entry.getAsObject();
+    std::optional<int64_t> size = a ? a->getInteger("size") : std::nullopt;
+    if (!size || *size < 1)
+      return {};
+    if (a->getString("name") == axis)
+      stages = *size, stride = ranks;
+    ranks *= *size;
+  }
+  if (!stages || ranks != int64_t(nproc))
+    return {};
+  std::vector<int64_t> out;
+  for (int64_t r = 0; r < ranks; ++r)
+    out.push_back((r / stride) % stages);
+  return out;
+}
+
 std::string formatDuration(double seconds) {
   long s = (long)std::lround(std::max(seconds, 0.0));
   char text[32];
@@ -483,7 +524,8 @@ int runTrain(int argc, char **argv) {
         rankCommandLine(argc, argv, {"nproc", "master-port"});
     ::setenv("LOOM_TIMEOUT_SEC", std::to_string(rankTimeout.getValue()).c_str(),
              1);
-    return launchRanks(nprocs, trainMasterPort, rankTimeout, args);
+    return launchRanks(nprocs, trainMasterPort, rankTimeout, args,
+                       pipelineStages(bundle, nprocs));
   }
 
   // Sessions.

@@ -30,6 +30,7 @@
 #ifndef LOOM_PLANNER_PLANNER_H
 #define LOOM_PLANNER_PLANNER_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -163,6 +164,20 @@ struct Cluster {
   /// "bf16-pure", "fp16"); 0 when the device has none.
   double peakFor(llvm::StringRef precision) const;
 };
+
+/// The CPU each of a node's ranks is pinned to, as an index into the node's
+/// `cpus` CPUs, or nothing (an empty vector) when its ranks are not pinned.
+/// `phases[r]` groups the ranks that compute at the same time: the ranks of
+/// one pipeline stage, a turn of `loom-run calibrate`. Ranks are pinned when
+/// each computes with one thread and they outnumber the CPUs by a whole
+/// factor, so that every CPU holds as many; ordered by their index within
+/// their phase, then by phase, they are cut into `cpus` equal runs, which
+/// puts the ranks of a phase on different CPUs while there are CPUs enough
+/// (a 2 x 2 data x pipeline mesh on 2 CPUs: each CPU runs one rank of each
+/// stage, not both ranks of one stage). `loom-run` pins its ranks so, and
+/// the step simulation shares each CPU among the ranks pinned to it.
+std::vector<int64_t> pinRanks(llvm::ArrayRef<int64_t> phases, int64_t cpus,
+                              int64_t threads);
 
 /// A decoder-only transformer described by its shape (GPT-style: learned
 /// positions, pre-norm layers with a 4h MLP unless `ffn` says otherwise),

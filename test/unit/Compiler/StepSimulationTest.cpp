@@ -178,6 +178,46 @@ TEST_F(UnevenStagesTest, TimeSharedCoresGoToTheStagesComputing) {
   EXPECT_NEAR(p->waiting, 3 * ms, 1e-9);
 }
 
+TEST_F(StepSimulationTest, PinnedRanksShareTheirCpuNotTheNodes) {
+  // pp=4 on 2 cores: one rank per stage, stages 0 and 1 pinned to CPU 0
+  // (plan::pinRanks), 2 and 3 to CPU 1. Stages 0 and 1 compute a product
+  // each at once, at half the rate on their shared CPU, [0, 2], while CPU 1
+  // idles (stages 2 and 3 compute nothing). Stage 0's message (1.5 ms)
+  // arrives at 3.5: step 3.5 ms.
+  cluster.p2p = loom::plan::Link{4.096e6, 0.5e-3};
+  cluster.memoryBandwidth = 1e18;
+  cluster.devicesPerNode = 4;
+  cluster.coresPerNode = 2;
+  const char *source = R"mlir(
+    loom.mesh @mesh = <pp = 4>
+    func.func @train_step_stage0(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+      %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+      loom.send %c on @mesh ["pp"] offset 1 : tensor<64x16xf32>
+      return %c : tensor<64x16xf32>
+    }
+    func.func @train_step_stage1(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+      %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+      %r = loom.recv on @mesh ["pp"] offset -1 : tensor<64x16xf32>
+      return %r : tensor<64x16xf32>
+    }
+    func.func @train_step_stage2(%a: tensor<64x32xf32>) -> tensor<64x32xf32> {
+      return %a : tensor<64x32xf32>
+    }
+    func.func @train_step_stage3(%a: tensor<64x32xf32>) -> tensor<64x32xf32> {
+      return %a : tensor<64x32xf32>
+    })mlir";
+  FailureOr<loom::StepPrediction> p = predict(source);
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_NEAR(p->step, 3.5 * ms, 1e-9);
+  // On 3 cores the 4 ranks are not pinned (they do not divide over the
+  // cores): two computing ranks share the node's 3 cores, each at the
+  // profile's rate, [0, 1]; the message arrives at 2.5.
+  cluster.coresPerNode = 3;
+  p = predict(source);
+  ASSERT_TRUE(succeeded(p));
+  EXPECT_NEAR(p->step, 2.5 * ms, 1e-9);
+}
+
 TEST_F(StepSimulationTest, StagesWaitingForEachOtherAreAnError) {
   std::string message;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &d) {

@@ -411,4 +411,29 @@ TEST(PlannerTest, TimeSharedCoresAreSplitAmongTheBusyDevices) {
   EXPECT_DOUBLE_EQ(c.computeSpeed(1), 1);
 }
 
+TEST(PlannerTest, PinnedRanksSpreadEachPhaseOverTheCpus) {
+  using Pins = std::vector<int64_t>;
+  // dp=2 x pp=2 on 2 CPUs, stages 0 1 0 1 by rank: each CPU runs one rank
+  // of each stage.
+  EXPECT_EQ(pinRanks({0, 1, 0, 1}, 2, 1), (Pins{0, 0, 1, 1}));
+  // calibrate's turns of 2 (ranks 0 1, then 2 3): a turn's ranks on
+  // different CPUs.
+  EXPECT_EQ(pinRanks({0, 0, 1, 1}, 2, 1), (Pins{0, 1, 0, 1}));
+  // All alike (pp=4 too, each stage alone): in rank order, two per CPU.
+  EXPECT_EQ(pinRanks({0, 0, 0, 0}, 2, 1), (Pins{0, 0, 1, 1}));
+  EXPECT_EQ(pinRanks({0, 1, 2, 3}, 2, 1), (Pins{0, 0, 1, 1}));
+  // dp=4 x pp=2: each CPU runs two ranks of each stage.
+  EXPECT_EQ(pinRanks({0, 1, 0, 1, 0, 1, 0, 1}, 2, 1),
+            (Pins{0, 0, 0, 0, 1, 1, 1, 1}));
+  // dp=2 x pp=3 on 3 CPUs: stage s's ranks, s and s + 3, on CPUs s / 2 and
+  // (s + 3) / 2.
+  EXPECT_EQ(pinRanks({0, 1, 2, 0, 1, 2}, 3, 1), (Pins{0, 0, 1, 1, 2, 2}));
+  // Not pinned: CPUs enough, a number of ranks that does not divide over
+  // the CPUs, ranks of several threads.
+  EXPECT_TRUE(pinRanks({0, 1}, 2, 1).empty());
+  EXPECT_TRUE(pinRanks({0, 1, 2}, 2, 1).empty());
+  EXPECT_TRUE(pinRanks({0, 1, 0, 1}, 2, 2).empty());
+  EXPECT_TRUE(pinRanks({0, 1, 0, 1}, 0, 1).empty());
+}
+
 } // namespace
