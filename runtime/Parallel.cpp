@@ -40,18 +40,6 @@ inline void relax() {
 #endif
 }
 
-/// LOOM_NUM_THREADS when set to a positive number, else the CPUs this process
-/// may run on.
-int configuredThreads() {
-  if (const char *env = std::getenv("LOOM_NUM_THREADS")) {
-    char *end = nullptr;
-    long value = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && value > 0)
-      return static_cast<int>(std::min<long>(value, 256));
-  }
-  return availableCpus();
-}
-
 thread_local bool insideLoop = false;
 
 /// Set in the child of a fork, which has none of the pool's workers: its
@@ -189,6 +177,16 @@ int availableCpus() {
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
     return std::max(1, CPU_COUNT(&set));
   return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int configuredThreads() {
+  if (const char *env = std::getenv("LOOM_NUM_THREADS")) {
+    char *end = nullptr;
+    long value = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && value > 0)
+      return static_cast<int>(std::min<long>(value, 256));
+  }
+  return availableCpus();
 }
 
 int numThreads() { return pool().size(); }

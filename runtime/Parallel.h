@@ -25,6 +25,12 @@ using ChunkFn = void (*)(void *ctx, int64_t begin, int64_t end);
 /// which gives each local rank its share.
 LOOM_API int availableCpus();
 
+/// The threads the pool is made with: LOOM_NUM_THREADS when it is a
+/// positive number (at most 256; a value that is not is ignored), else
+/// availableCpus(). Starts nothing. Exported for the launcher, which pins
+/// ranks of one thread.
+LOOM_API int configuredThreads();
+
 /// Threads that parallel loops use, the calling thread included (at least 1):
 /// LOOM_NUM_THREADS when it is a positive number (a value that is not is
 /// ignored), else availableCpus(). Exported for loom-run calibrate, which

@@ -113,8 +113,8 @@ public:
   /// waits), and a receive completes once its peer's send arrived. On a
   /// profile whose node time-shares its cores (Cluster::timeShared) the
   /// programs run in time order, the cores shared among the ranks computing
-  /// at each moment; otherwise each program runs as far as its messages let
-  /// it, in turn.
+  /// at each moment (runShared); otherwise each program runs as far as its
+  /// messages let it, in turn.
   LogicalResult run(std::vector<Program> &programs, Location loc) {
     std::set<int64_t> stages;
     for (Program &p : programs)

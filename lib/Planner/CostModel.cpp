@@ -45,18 +45,19 @@ double Cluster::computeSpeed(int64_t busy) const {
 std::vector<int64_t> mlir::loom::plan::pinRanks(llvm::ArrayRef<int64_t> phases,
                                                 int64_t cpus, int64_t threads) {
   int64_t ranks = phases.size();
-  if (threads != 1 || cpus < 1 || ranks <= cpus || ranks % cpus)
+  if (threads != 1 || cpus < 2 || ranks <= cpus || ranks % cpus)
     return {};
-  // (index within the phase, phase, rank), in that order.
+  // (index within the phase, phase modulo the CPUs, phase, rank), in that
+  // order.
   std::map<int64_t, int64_t> seen;
-  std::vector<std::array<int64_t, 3>> order;
+  std::vector<std::array<int64_t, 4>> order;
   for (auto [rank, phase] : llvm::enumerate(phases))
-    order.push_back({seen[phase]++, phase, int64_t(rank)});
+    order.push_back({seen[phase]++, phase % cpus, phase, int64_t(rank)});
   llvm::sort(order);
   std::vector<int64_t> cpuOf(ranks);
   int64_t perCpu = ranks / cpus;
   for (auto [position, key] : llvm::enumerate(order))
-    cpuOf[key[2]] = int64_t(position) / perCpu;
+    cpuOf[key[3]] = int64_t(position) / perCpu;
   return cpuOf;
 }
 

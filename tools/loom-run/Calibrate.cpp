@@ -1,4 +1,5 @@
-//===- Calibrate.cpp - loom-run calibrate: a cluster profile of this machine ===//
+//===- Calibrate.cpp - loom-run calibrate: a cluster profile of this machine
+//===//
 //
 //   loom-run calibrate --nproc N -o cluster.json
 //
@@ -19,7 +20,9 @@
 // With more ranks than cores, the ranks measure the GEMMs and the bandwidth
 // in turns, as many at a time as have cores of their own, and the profile
 // records the cores (cores_per_node); the planner's simulation then shares
-// the cores among the ranks computing at each moment.
+// the cores among the ranks computing at each moment (each core among the
+// ranks pinned to it where the launcher pins them: plan::pinRanks, which
+// puts the ranks of a turn on different CPUs).
 //
 // Rank 0 writes the figures as a cluster description (the format of
 // examples/clusters/) with one node of N "devices", each a rank's share of
@@ -263,7 +266,7 @@ double measureBandwidth(loom::comm::Communicator *comm, int turn,
 /// ranks. On a node whose ranks time-share its cores, the ranks time each
 /// kernel in turns of Cluster::measuredBusy, the others waiting, so that each
 /// figure is that of a rank with cores of its own (every core busy), which
-/// Cluster::computeSpeed scales by the ranks computing at each moment.
+/// the simulation scales by the ranks computing at each moment.
 /// Timed all at once, short kernels caught the sharing only in part: 4-rank
 /// profiles on 2 cores read 58-75 GFLOP/s for a 1024x512x512 product that
 /// 2-rank ones (a core per rank) read at 100-114, but fp32 peaks of 87-108
@@ -417,7 +420,7 @@ double median(std::vector<double> v) {
 }
 
 Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
-                               raw_ostream &log) {
+                               bool timeShared, raw_ostream &log) {
   CollectiveThread thread;
   double n = comm->size();
   int rank = comm->rank();
@@ -441,6 +444,20 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
            kComputeGap)
       _mlir_ciface_loom_kernel_matmul_f32(&am, &bm, &cm, 4);
   };
+  // Ranks that time-share their CPUs end that computing up to a time slice
+  // apart, and the first would time its collective from then on, while its
+  // CPU ran the others: the step simulation already runs each computing
+  // rank at its share of the CPU, so here the ranks meet at a barrier
+  // (untimed) before their collective. Measured without it, collectives of
+  // 256 bytes over 4 ranks on 2 cores took 2.8-3.4 ms (1.5-1.8 ms with
+  // it), and the benchmark MLP's tp=4 plan, with an all-reduce in each
+  // layer, was predicted 22-39 % above its measured step in four runs (7.7 %
+  // with it).
+  auto computeThenMeet = [&] {
+    compute();
+    if (timeShared)
+      comm->barrier();
+  };
   static const size_t counts[] = {64,     1024,    16384,
                                   131072, 1 << 20, 1 << 22};
   constexpr size_t sizes = std::size(counts);
@@ -461,7 +478,7 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
                                         loom::comm::ReduceOp::Sum);
                       });
                     },
-                    compute)));
+                    computeThenMeet)));
       // Each rank contributes count / n: the gathered tensor has `count`.
       size_t part = std::max<size_t>(1, count / comm->size());
       measured[1][i].push_back(meanOverRanks(
@@ -472,7 +489,7 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
                         comm->allGather(data.data(), gathered.data(), part);
                       });
                     },
-                    compute)));
+                    computeThenMeet)));
       uint64_t sequence = 0;
       double roundTrip = meanOverRanks(
           comm, timeIt(
@@ -497,7 +514,17 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
                       }
                       ++sequence;
                     },
-                    compute));
+                    // Only the two ranks of the message compute before it.
+                    // Ranks that time-share their CPUs with the others
+                    // would otherwise wait for the others' time slices to
+                    // receive (messages of 256 bytes took 0.93-1.0 ms on 4
+                    // ranks on 2 cores, where a pipeline stage of the
+                    // benchmark MLP traced 0.49-0.54 ms per message it
+                    // received, waiting included).
+                    [&] {
+                      if (rank < 2)
+                        compute();
+                    }));
       // Ranks other than 0 and 1 took no part; the mean over 2 of them is
       // what ranks 0 and 1 measured.
       measured[2][i].push_back(roundTrip * n / 2 / 2);
@@ -602,8 +629,9 @@ int runCalibrate(int argc, char **argv) {
     // The ranks of a turn (measureKernels) compute together: pinned, each
     // on its own CPU.
     std::vector<int64_t> turns;
+    int cpus = loom::rt::availableCpus();
     for (unsigned r = 0; r < calibrateRanks; ++r)
-      turns.push_back(r / loom::rt::availableCpus());
+      turns.push_back(r / cpus);
     return launchRanks(calibrateRanks, /*masterPort=*/0, /*killAfter=*/60,
                        rankCommandLine(argc, argv, {"nproc"}), turns);
   }
@@ -625,7 +653,7 @@ int runCalibrate(int argc, char **argv) {
   // may run on: when they want more threads than it has
   // (Cluster::timeShared), the GEMM and bandwidth figures below are those of
   // a rank with cores of its own (measureKernels), and the simulation shares
-  // the cores among the ranks computing at each moment.
+  // the cores among the ranks computing at each moment (see measureKernels).
   plan::Cluster profile;
   profile.devicesPerNode = ranks;
   profile.nodes = 1;
@@ -657,7 +685,8 @@ int runCalibrate(int argc, char **argv) {
   try {
     measureKernels(comm.get(), profile, calibrateSeconds);
     if (comm)
-      collectives = measureCollectives(comm.get(), calibrateSeconds, log);
+      collectives = measureCollectives(comm.get(), calibrateSeconds,
+                                       profile.timeShared(), log);
   } catch (const loom::comm::Error &e) {
     return fail(e.what());
   }

@@ -9,9 +9,10 @@
 // one fails (non-zero exit or a signal) names it and stops the others:
 // SIGTERM, then SIGKILL after --kill-after seconds. Exits 0 when every rank
 // succeeded, else 1. Unless LOOM_NUM_THREADS is set, each rank's thread pool
-// gets an equal share of the CPUs (at least one thread). Ranks that
-// outnumber the CPUs by a whole factor are pinned to one CPU each, as many
-// on every CPU (LOOM_CPU_BIND=none leaves them to the operating system).
+// gets an equal share of the CPUs (at least one thread). Ranks of one
+// thread that outnumber the CPUs by a whole factor are pinned to one CPU
+// each, as many on every CPU (LOOM_CPU_BIND=none leaves them to the
+// operating system).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,8 +45,9 @@ using namespace llvm;
 
 cl::SubCommand launchCommand(
     "launch", "Start N local ranks of a command with torchrun's variables, "
-              "and stop them all if one fails (ranks that outnumber the CPUs "
-              "by a whole factor are pinned, as many per CPU; "
+              "and stop them all if one fails (ranks of one thread that "
+              "outnumber the CPUs by a whole factor are pinned, as many per "
+              "CPU; "
               "LOOM_CPU_BIND=none leaves them to the system)");
 static cl::opt<unsigned> nproc("nproc", cl::desc("Number of ranks (default 2)"),
                                cl::init(2), cl::sub(launchCommand));
@@ -101,6 +103,10 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     return launchError("--nproc must be at least 1");
   if (masterPort > 65535)
     return launchError("--master-port " + Twine(masterPort) + " is not a port");
+  const char *bindChoice = std::getenv("LOOM_CPU_BIND");
+  StringRef bind = bindChoice && *bindChoice ? bindChoice : "auto";
+  if (bind != "auto" && bind != "none")
+    return launchError("LOOM_CPU_BIND=" + bind + " is not one of auto, none");
   SmallString<128> store;
   if (!masterPort) {
     if (std::error_code ec =
@@ -120,16 +126,13 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
     threadsPerRank = std::to_string(
         std::max(1u, (unsigned)loom::rt::availableCpus() / nproc));
 
-  // Ranks that time-share the CPUs are pinned (plan::pinRanks, which the
-  // planner's step simulation follows): left to the scheduler, the two
-  // ranks of one pipeline stage of a dp=2 x pp=2 run on 2 CPUs often
-  // shared a CPU while the other idled (the benchmark GPT's step took
-  // 19.5-22.9 ms pinned one rank of each stage per CPU, 36.5-38.0 ms with
-  // both ranks of a stage on one CPU, 25.9-27.3 ms unpinned).
-  const char *bindChoice = std::getenv("LOOM_CPU_BIND");
-  StringRef bind = bindChoice && *bindChoice ? bindChoice : "auto";
-  if (bind != "auto" && bind != "none")
-    return launchError("LOOM_CPU_BIND=" + bind + " is not one of auto, none");
+  // One-thread ranks that outnumber the CPUs by a whole factor are pinned
+  // (plan::pinRanks, which the planner's step simulation follows): left to
+  // the scheduler, the two ranks of one pipeline stage of a dp=2 x pp=2
+  // run on 2 CPUs often shared a CPU while the other idled (the benchmark
+  // GPT's step took 19.5-22.9 ms pinned one rank of each stage per CPU,
+  // 36.5-38.0 ms with both ranks of a stage on one CPU, 25.9-27.3 ms
+  // unpinned).
   std::vector<int> cpus;
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
@@ -139,8 +142,7 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
         cpus.push_back(cpu);
   std::vector<int64_t> pins;
   if (bind == "auto" && !cpus.empty()) {
-    const char *configured = std::getenv("LOOM_NUM_THREADS");
-    int64_t threads = threadsPerRank.empty() ? std::atoi(configured)
+    int64_t threads = threadsPerRank.empty() ? loom::rt::configuredThreads()
                                              : std::stoi(threadsPerRank);
     phases.resize(nproc, 0);
     pins = mlir::loom::plan::pinRanks(phases, cpus.size(), threads);

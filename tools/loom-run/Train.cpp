@@ -469,31 +469,29 @@ double scalarOf(loom_session_t *session, size_t index) {
 /// has no pipeline or its mesh is not `nproc` ranks (each rank then reports
 /// what is wrong with the bundle).
 std::vector<int64_t> pipelineStages(StringRef dir, unsigned nproc) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
-      llvm::MemoryBuffer::getFile(dir + "/manifest.json");
+  ErrorOr<std::unique_ptr<MemoryBuffer>> text =
+      MemoryBuffer::getFile(dir + "/manifest.json");
   if (!text)
     return {};
-  llvm::Expected<llvm::json::Value> manifest =
-      llvm::json::parse((*text)->getBuffer());
+  Expected<json::Value> manifest = json::parse((*text)->getBuffer());
   if (!manifest) {
-    llvm::consumeError(manifest.takeError());
+    consumeError(manifest.takeError());
     return {};
   }
-  const llvm::json::Object *root = manifest->getAsObject();
-  const llvm::json::Array *mesh = root ? root->getArray("mesh") : nullptr;
-  const llvm::json::Object *training =
-      root ? root->getObject("training") : nullptr;
+  const json::Object *root = manifest->getAsObject();
+  const json::Array *mesh = root ? root->getArray("mesh") : nullptr;
+  const json::Object *training = root ? root->getObject("training") : nullptr;
   std::optional<StringRef> axis =
       training ? training->getString("pipeline_axis") : std::nullopt;
   if (!mesh || !axis)
     return {};
   int64_t ranks = 1, stride = 1, stages = 0;
-  for (const llvm::json::Value &entry : llvm::reverse(*mesh)) {
-    const llvm::json::Object *a = entry.getAsObject();
+  for (const json::Value &entry : reverse(*mesh)) {
+    const json::Object *a = entry.getAsObject();
     std::optional<int64_t> size = a ? a->getInteger("size") : std::nullopt;
     if (!size || *size < 1)
       return {};
-    if (a->getString("name") == axis)
+    if (a->getString("name") == axis && !stages) // the last, as libloomrt
       stages = *size, stride = ranks;
     ranks *= *size;
   }

@@ -107,7 +107,8 @@ struct Cluster {
   /// those of a device with cores of its own (`loom-run calibrate --nproc N`
   /// on fewer than N cores measures the ranks in turns), and the step
   /// simulation shares the cores among the devices computing at each
-  /// moment (processor sharing): see `computeSpeed`.
+  /// moment (processor sharing, see `computeSpeed`), or, where `loom-run`
+  /// pins the ranks (pinRanks), each core among the ranks pinned to it.
   int64_t coresPerNode = 0;
   int64_t threadsPerDevice = 1;
   /// Between devices of one node, and from a device to one of another node.
@@ -169,13 +170,17 @@ struct Cluster {
 /// `cpus` CPUs, or nothing (an empty vector) when its ranks are not pinned.
 /// `phases[r]` groups the ranks that compute at the same time: the ranks of
 /// one pipeline stage, a turn of `loom-run calibrate`. Ranks are pinned when
-/// each computes with one thread and they outnumber the CPUs by a whole
-/// factor, so that every CPU holds as many; ordered by their index within
-/// their phase, then by phase, they are cut into `cpus` equal runs, which
-/// puts the ranks of a phase on different CPUs while there are CPUs enough
-/// (a 2 x 2 data x pipeline mesh on 2 CPUs: each CPU runs one rank of each
-/// stage, not both ranks of one stage). `loom-run` pins its ranks so, and
-/// the step simulation shares each CPU among the ranks pinned to it.
+/// each computes with one thread and they outnumber the CPUs (two or more)
+/// by a whole factor, so that every CPU holds as many. Ordered by their
+/// index within their phase, then by phase modulo the CPUs, then by phase,
+/// they are cut into `cpus` equal runs: the ranks of a phase land on
+/// different CPUs while there are CPUs enough (a dp=2 x pp=2 mesh on 2 CPUs:
+/// each CPU runs one rank of each stage, not both ranks of one stage), and
+/// neighbouring phases too (pp=4: stages 0 and 2 on one CPU, 1 and 3 on the
+/// other, as neighbouring stages overlap in a pipeline's warm-up and
+/// cool-down). `loom-run` pins its ranks so unless told not to
+/// (LOOM_CPU_BIND=none), and the step simulation assumes it: it shares each
+/// CPU among the ranks pinned to it.
 std::vector<int64_t> pinRanks(llvm::ArrayRef<int64_t> phases, int64_t cpus,
                               int64_t threads);
 

@@ -179,11 +179,11 @@ TEST_F(UnevenStagesTest, TimeSharedCoresGoToTheStagesComputing) {
 }
 
 TEST_F(StepSimulationTest, PinnedRanksShareTheirCpuNotTheNodes) {
-  // pp=4 on 2 cores: one rank per stage, stages 0 and 1 pinned to CPU 0
-  // (plan::pinRanks), 2 and 3 to CPU 1. Stages 0 and 1 compute a product
+  // pp=4 on 2 cores: one rank per stage, stages 0 and 2 pinned to CPU 0
+  // (plan::pinRanks), 1 and 3 to CPU 1. Stages 0 and 2 compute a product
   // each at once, at half the rate on their shared CPU, [0, 2], while CPU 1
-  // idles (stages 2 and 3 compute nothing). Stage 0's message (1.5 ms)
-  // arrives at 3.5: step 3.5 ms.
+  // idles (stage 1 waits for stage 0's message, stage 3 computes nothing).
+  // The message (1.5 ms) arrives at 3.5: step 3.5 ms.
   cluster.p2p = loom::plan::Link{4.096e6, 0.5e-3};
   cluster.memoryBandwidth = 1e18;
   cluster.devicesPerNode = 4;
@@ -195,13 +195,13 @@ TEST_F(StepSimulationTest, PinnedRanksShareTheirCpuNotTheNodes) {
       loom.send %c on @mesh ["pp"] offset 1 : tensor<64x16xf32>
       return %c : tensor<64x16xf32>
     }
-    func.func @train_step_stage1(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
-      %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+    func.func @train_step_stage1(%a: tensor<64x32xf32>) -> tensor<64x16xf32> {
       %r = loom.recv on @mesh ["pp"] offset -1 : tensor<64x16xf32>
       return %r : tensor<64x16xf32>
     }
-    func.func @train_step_stage2(%a: tensor<64x32xf32>) -> tensor<64x32xf32> {
-      return %a : tensor<64x32xf32>
+    func.func @train_step_stage2(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>) -> tensor<64x16xf32> {
+      %c = loom.matmul %a, %b : (tensor<64x32xf32>, tensor<32x16xf32>) -> tensor<64x16xf32>
+      return %c : tensor<64x16xf32>
     }
     func.func @train_step_stage3(%a: tensor<64x32xf32>) -> tensor<64x32xf32> {
       return %a : tensor<64x32xf32>
@@ -210,7 +210,7 @@ TEST_F(StepSimulationTest, PinnedRanksShareTheirCpuNotTheNodes) {
   ASSERT_TRUE(succeeded(p));
   EXPECT_NEAR(p->step, 3.5 * ms, 1e-9);
   // On 3 cores the 4 ranks are not pinned (they do not divide over the
-  // cores): two computing ranks share the node's 3 cores, each at the
+  // cores): the two computing ranks share the node's 3 cores, each at the
   // profile's rate, [0, 1]; the message arrives at 2.5.
   cluster.coresPerNode = 3;
   p = predict(source);

@@ -419,9 +419,14 @@ TEST(PlannerTest, PinnedRanksSpreadEachPhaseOverTheCpus) {
   // calibrate's turns of 2 (ranks 0 1, then 2 3): a turn's ranks on
   // different CPUs.
   EXPECT_EQ(pinRanks({0, 0, 1, 1}, 2, 1), (Pins{0, 1, 0, 1}));
-  // All alike (pp=4 too, each stage alone): in rank order, two per CPU.
+  // All alike: in rank order, two per CPU.
   EXPECT_EQ(pinRanks({0, 0, 0, 0}, 2, 1), (Pins{0, 0, 1, 1}));
-  EXPECT_EQ(pinRanks({0, 1, 2, 3}, 2, 1), (Pins{0, 0, 1, 1}));
+  // pp=4: neighbouring stages on different CPUs.
+  EXPECT_EQ(pinRanks({0, 1, 2, 3}, 2, 1), (Pins{0, 1, 0, 1}));
+  // pp=4 x dp=2 (stages 0 0 1 1 2 2 3 3): each CPU runs one rank of each
+  // stage.
+  EXPECT_EQ(pinRanks({0, 0, 1, 1, 2, 2, 3, 3}, 2, 1),
+            (Pins{0, 1, 0, 1, 0, 1, 0, 1}));
   // dp=4 x pp=2: each CPU runs two ranks of each stage.
   EXPECT_EQ(pinRanks({0, 1, 0, 1, 0, 1, 0, 1}, 2, 1),
             (Pins{0, 0, 0, 0, 1, 1, 1, 1}));
@@ -429,10 +434,11 @@ TEST(PlannerTest, PinnedRanksSpreadEachPhaseOverTheCpus) {
   // (s + 3) / 2.
   EXPECT_EQ(pinRanks({0, 1, 2, 0, 1, 2}, 3, 1), (Pins{0, 0, 1, 1, 2, 2}));
   // Not pinned: CPUs enough, a number of ranks that does not divide over
-  // the CPUs, ranks of several threads.
+  // the CPUs, ranks of several threads, a single CPU (nothing to choose).
   EXPECT_TRUE(pinRanks({0, 1}, 2, 1).empty());
   EXPECT_TRUE(pinRanks({0, 1, 2}, 2, 1).empty());
   EXPECT_TRUE(pinRanks({0, 1, 0, 1}, 2, 2).empty());
+  EXPECT_TRUE(pinRanks({0, 1, 0, 1}, 1, 1).empty());
   EXPECT_TRUE(pinRanks({0, 1, 0, 1}, 0, 1).empty());
 }
 
