@@ -626,6 +626,15 @@ int runCalibrate(int argc, char **argv) {
     return fail("--seconds must be positive");
   if (calibrateRanks > 1 && !distributed) {
     // The launcher keeps rank 0's output; rank 0 writes the file.
+    // On time-shared CPUs a rank waits at a turn's barrier while the
+    // others measure, up to about --seconds each: unless the run's
+    // collective timeout is given, it grows with that wait beyond the
+    // default 60 s (a long --seconds would otherwise time the barrier out).
+    if (!std::getenv("LOOM_TIMEOUT_SEC")) {
+      double wait = (calibrateRanks - 1) * (calibrateSeconds + 1.0);
+      ::setenv("LOOM_TIMEOUT_SEC",
+               std::to_string(60 + (long)std::ceil(2 * wait)).c_str(), 1);
+    }
     // The ranks of a turn (measureKernels) compute together: pinned, each
     // on its own CPU.
     std::vector<int64_t> turns;
