@@ -263,7 +263,10 @@ static cl::opt<unsigned>
            cl::desc("Start this many local ranks of a bundle compiled with "
                     "loomc --mesh (each takes its slice of every batch); "
                     "under a torchrun-style launcher (WORLD_SIZE set) the "
-                    "ranks are already there and this is not needed"),
+                    "ranks are already there and this is not needed. Ranks "
+                    "that outnumber the CPUs by a whole factor are pinned, "
+                    "a pipeline stage's ranks on different CPUs "
+                    "(LOOM_CPU_BIND=none: not pinned)"),
            cl::init(0), cl::sub(trainCommand), cl::cat(distributedCategory));
 static cl::opt<unsigned>
     trainMasterPort("master-port",
