@@ -448,11 +448,11 @@ Collectives measureCollectives(loom::comm::Communicator *comm, double seconds,
   // apart, and the first would time its collective from then on, while its
   // CPU ran the others: the step simulation already runs each computing
   // rank at its share of the CPU, so here the ranks meet at a barrier
-  // (untimed) before their collective. Measured without it, collectives of
-  // 256 bytes over 4 ranks on 2 cores took 2.8-3.4 ms (1.5-1.8 ms with
+  // (untimed) before their collective. Measured without it, all-reduces of
+  // 256 bytes over 4 ranks on 2 cores took 2.8-3.5 ms (1.8-2.0 ms with
   // it), and the benchmark MLP's tp=4 plan, with an all-reduce in each
-  // layer, was predicted 22-39 % above its measured step in four runs (7.7 %
-  // with it).
+  // layer, was predicted 22-39 % above its fastest measured round in four
+  // runs (7.7 and 24.3 % in two runs with it).
   auto computeThenMeet = [&] {
     compute();
     if (timeShared)

@@ -47,8 +47,7 @@ cl::SubCommand launchCommand(
     "launch", "Start N local ranks of a command with torchrun's variables, "
               "and stop them all if one fails (ranks of one thread that "
               "outnumber the CPUs by a whole factor are pinned, as many per "
-              "CPU; "
-              "LOOM_CPU_BIND=none leaves them to the system)");
+              "CPU; LOOM_CPU_BIND=none leaves them to the system)");
 static cl::opt<unsigned> nproc("nproc", cl::desc("Number of ranks (default 2)"),
                                cl::init(2), cl::sub(launchCommand));
 static cl::opt<unsigned>
@@ -121,10 +120,11 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
   argv.push_back(nullptr);
 
   // Ranks share the CPUs instead of each starting a thread per CPU.
-  std::string threadsPerRank;
-  if (!std::getenv("LOOM_NUM_THREADS"))
-    threadsPerRank = std::to_string(
-        std::max(1u, (unsigned)loom::rt::availableCpus() / nproc));
+  bool threadsGiven = std::getenv("LOOM_NUM_THREADS");
+  int threads = threadsGiven
+                    ? loom::rt::configuredThreads()
+                    : std::max(1, loom::rt::availableCpus() / int(nproc));
+  std::string threadsPerRank = std::to_string(threads);
 
   // One-thread ranks that outnumber the CPUs by a whole factor are pinned
   // (plan::pinRanks, which the planner's step simulation follows): left to
@@ -142,8 +142,6 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
         cpus.push_back(cpu);
   std::vector<int64_t> pins;
   if (bind == "auto" && !cpus.empty()) {
-    int64_t threads = threadsPerRank.empty() ? loom::rt::configuredThreads()
-                                             : std::stoi(threadsPerRank);
     phases.resize(nproc, 0);
     pins = mlir::loom::plan::pinRanks(phases, cpus.size(), threads);
   }
@@ -180,7 +178,7 @@ int launchRanks(unsigned nproc, unsigned masterPort, unsigned killAfter,
         // Without the pin the rank still runs, as the system places it.
         (void)::sched_setaffinity(0, sizeof(one), &one);
       }
-      if (!threadsPerRank.empty())
+      if (!threadsGiven)
         ::setenv("LOOM_NUM_THREADS", threadsPerRank.c_str(), 1);
       if (masterPort) {
         ::setenv("LOOM_STORE", "tcp", 1);
