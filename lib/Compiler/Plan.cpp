@@ -65,6 +65,7 @@ public:
   Program program(func::FuncOp func, int64_t stage) {
     Program p;
     p.stage = stage;
+    loopBytes = fusedLoopBytes(func.getBody().front());
     for (Operation &op : func.getBody().front()) {
       if (auto send = dyn_cast<SendOp>(op)) {
         pipelineAxes = send.getMeshAxes();
@@ -445,31 +446,117 @@ private:
                                 precisionOf(input.getElementType())) +
              c.kernelOverhead;
     }
+    double bandwidth = c.memoryBandwidth * c.memoryEfficiency;
+    if (isFusible(op))
+      return loopBytes.lookup(op) / bandwidth;
     auto cost = dyn_cast<CostOpInterface>(op);
     if (!cost)
       return 0;
-    if (!isFusible(op)) {
-      double bytes = double(cost.getBytesRead()) + cost.getBytesWritten();
-      return bytes / (c.memoryBandwidth * c.memoryEfficiency) +
-             c.kernelOverhead;
-    }
-    // Chains of elementwise ops become one loop (loom-fuse-elementwise):
-    // a value passed from one to the next, and used nowhere else, is
-    // neither written nor read back.
-    double bytes = 0;
-    for (Value operand : op->getOperands()) {
-      Operation *producer = operand.getDefiningOp();
-      if (!(producer && isFusible(producer) && operand.hasOneUse()))
-        bytes += tensorBytes(operand.getType());
-    }
-    for (Value result : op->getResults()) {
-      bool fused = result.hasOneUse() &&
-                   isFusible(*result.getUsers().begin());
-      if (!fused)
-        bytes += tensorBytes(result.getType());
-    }
-    return bytes / (c.memoryBandwidth * c.memoryEfficiency);
+    double bytes = double(cost.getBytesRead()) + cost.getBytesWritten();
+    return bytes / bandwidth + c.kernelOverhead;
   }
+
+  /// The bytes the elementwise ops of `block` move once loom-fuse-elementwise
+  /// has made loops of them (FusedLoops), charged to the op that ends each
+  /// loop.
+  static llvm::DenseMap<Operation *, double> fusedLoopBytes(Block &block) {
+    FusedLoops loops;
+    llvm::DenseMap<Operation *, double> bytes;
+    for (Operation &op : block)
+      if (isFusible(&op))
+        bytes[&op] = loops.bytesEndingAt(&op);
+    return bytes;
+  }
+
+  /// The loops loom-fuse-elementwise makes of a function's elementwise ops,
+  /// after its rules: a producer is computed inside the loop of each
+  /// elementwise consumer that does not broadcast it, except one that
+  /// divides or calls a transcendental function and has several uses, which
+  /// is computed once and read by each. A loop ends at an op none of whose
+  /// results another loop computes, or whose result a non-elementwise op
+  /// reads (a producer is then computed in its own loop and again in its
+  /// elementwise consumers'). It reads each value from outside once (splat
+  /// constants are folded into it) and writes the results used outside; a
+  /// result that is only returned besides (the moments AdamW updates) is
+  /// written by its consumer's loop, so AdamW's update of a parameter reads
+  /// four tensors and writes three. Reductions are their own loops here,
+  /// reading their whole input.
+  class FusedLoops {
+  public:
+    double bytesEndingAt(Operation *op) {
+      double bytes = 0;
+      bool fusedSomewhere = false, readByOther = false, escapes = false;
+      for (Value result : op->getResults())
+        for (Operation *user : result.getUsers()) {
+          if (fusedInto(result, user)) {
+            fusedSomewhere = true;
+            continue;
+          }
+          escapes = true;
+          if (!isa<func::ReturnOp>(user))
+            readByOther = true;
+        }
+      if (escapes)
+        for (Value result : op->getResults())
+          bytes += tensorBytes(result.getType());
+      if (fusedSomewhere && !readByOther)
+        return bytes; // computed in its consumers' loops
+      // The loop's inputs: the values its ops read from outside it.
+      llvm::DenseSet<Value> inputs;
+      llvm::DenseSet<Operation *> seen;
+      SmallVector<Operation *> stack = {op};
+      while (!stack.empty()) {
+        Operation *inner = stack.pop_back_val();
+        if (!seen.insert(inner).second)
+          continue;
+        for (Value operand : inner->getOperands()) {
+          if (fusedInto(operand, inner)) {
+            stack.push_back(operand.getDefiningOp());
+            continue;
+          }
+          auto constant = operand.getDefiningOp<ConstantOp>();
+          auto dense = constant
+                           ? dyn_cast<DenseElementsAttr>(constant.getValue())
+                           : DenseElementsAttr();
+          if (!(dense && dense.isSplat()) && inputs.insert(operand).second)
+            bytes += tensorBytes(operand.getType());
+        }
+      }
+      return bytes;
+    }
+
+  private:
+    /// Whether `v` is computed inside the loop of `user` instead of read.
+    bool fusedInto(Value v, Operation *user) {
+      Operation *producer = v.getDefiningOp();
+      if (!producer || !isFusible(producer) || !isFusible(user))
+        return false;
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      auto result = dyn_cast<RankedTensorType>(user->getResult(0).getType());
+      if (!(type && result && type.hasStaticShape() &&
+            result.hasStaticShape() &&
+            type.getNumElements() == result.getNumElements()))
+        return false; // broadcast by `user`
+      return v.hasOneUse() || !costly(producer);
+    }
+
+    /// Whether the loop computing `op` divides or calls a transcendental
+    /// function.
+    bool costly(Operation *op) {
+      auto known = isCostly.find(op);
+      if (known != isCostly.end())
+        return known->second;
+      bool result = isa<DivOp, PowOp, ExpOp, LogOp, SqrtOp, RsqrtOp,
+                        ReciprocalOp, TanhOp, SigmoidOp, ErfOp, SinOp, CosOp,
+                        SoftplusOp, SoftsignOp, GeluOp, EluOp>(op);
+      for (Value operand : op->getOperands())
+        if (!result && fusedInto(operand, op))
+          result = costly(operand.getDefiningOp());
+      return isCostly[op] = result;
+    }
+
+    llvm::DenseMap<Operation *, bool> isCostly;
+  };
 
   /// Elementwise ops, with broadcasting: what loom-fuse-elementwise puts in
   /// one loop with its producers and consumers.
@@ -482,6 +569,8 @@ private:
 
   const Cluster &c;
   MeshAttr mesh;
+  /// fusedLoopBytes of the function being read.
+  llvm::DenseMap<Operation *, double> loopBytes;
 };
 
 } // namespace

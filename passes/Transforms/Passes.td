@@ -537,7 +537,11 @@ def LoomRematPass : Pass<"loom-remat", "::mlir::ModuleOp"> {
     reductions in the forward pass alone, which from -O2 would let the code
     generator sum them in another order than in the copies
     (`loom-reassociate-reductions`). With the barriers, recomputed values
-    equal the forward pass's bit for bit. Recomputed dropout draws the
+    equal the forward pass's bit for bit. Boolean masks computed from the
+    function's arguments and constants alone (a causal mask compared out of
+    an input) are exempt: layers read them as they are and copies compute
+    them again, since a barrier would store them as tensors of i1, which
+    the loops reading them load one byte per element. Recomputed dropout draws the
     masks of the forward pass (they are a function of seed, step and
     index), and the arithmetic is the same, so the results are identical to
     those without recomputation.
