@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -65,7 +66,11 @@ public:
   Program program(func::FuncOp func, int64_t stage) {
     Program p;
     p.stage = stage;
-    loopBytes = fusedLoopBytes(func.getBody().front());
+    FusedLoops loops;
+    loopBytes.clear();
+    for (Operation &op : func.getBody().front())
+      if (isFusible(&op))
+        loopBytes[&op] = loops.bytesEndingAt(&op);
     for (Operation &op : func.getBody().front()) {
       if (auto send = dyn_cast<SendOp>(op)) {
         pipelineAxes = send.getMeshAxes();
@@ -456,18 +461,6 @@ private:
     return bytes / bandwidth + c.kernelOverhead;
   }
 
-  /// The bytes the elementwise ops of `block` move once loom-fuse-elementwise
-  /// has made loops of them (FusedLoops), charged to the op that ends each
-  /// loop.
-  static llvm::DenseMap<Operation *, double> fusedLoopBytes(Block &block) {
-    FusedLoops loops;
-    llvm::DenseMap<Operation *, double> bytes;
-    for (Operation &op : block)
-      if (isFusible(&op))
-        bytes[&op] = loops.bytesEndingAt(&op);
-    return bytes;
-  }
-
   /// The loops loom-fuse-elementwise makes of a function's elementwise ops,
   /// after its rules: a producer is computed inside the loop of each
   /// elementwise consumer that does not broadcast it, except one that
@@ -514,11 +507,10 @@ private:
             stack.push_back(operand.getDefiningOp());
             continue;
           }
-          auto constant = operand.getDefiningOp<ConstantOp>();
-          auto dense = constant
-                           ? dyn_cast<DenseElementsAttr>(constant.getValue())
-                           : DenseElementsAttr();
-          if (!(dense && dense.isSplat()) && inputs.insert(operand).second)
+          DenseElementsAttr splat;
+          bool folded =
+              matchPattern(operand, m_Constant(&splat)) && splat.isSplat();
+          if (!folded && inputs.insert(operand).second)
             bytes += tensorBytes(operand.getType());
         }
       }
@@ -569,7 +561,8 @@ private:
 
   const Cluster &c;
   MeshAttr mesh;
-  /// fusedLoopBytes of the function being read.
+  /// The bytes of the loop each elementwise op of the function being read
+  /// ends (FusedLoops::bytesEndingAt).
   llvm::DenseMap<Operation *, double> loopBytes;
 };
 

@@ -173,12 +173,12 @@ bool readsArgument(Value value) {
 }
 
 /// Whether `value` is a boolean mask computed from the step's arguments
-/// and constants alone by side-effect-free ops (a causal mask compared out
-/// of an input): a recomputed layer computes it again, exactly, instead of
-/// reading it through a barrier, which would store it as a tensor of i1
-/// that every loop reading it loads one byte per element (in the benchmark
-/// GPT's recomputed attention, about 1 ms of a 44 ms fp32 step per layer on
-/// one thread).
+/// (readsArgument) and constants alone by side-effect-free ops (a causal
+/// mask compared out of an input): a recomputed layer computes it again,
+/// exactly, instead of reading it through a barrier, which would store it as a
+/// tensor of i1 that every loop reading it loads one byte per element (in the
+/// benchmark GPT's recomputed attention, about 1 ms of a 44 ms fp32 step per
+/// layer on one thread).
 bool isArgumentMask(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   Operation *def = value.getDefiningOp();
@@ -188,7 +188,8 @@ bool isArgumentMask(Value value) {
     return false;
   return llvm::all_of(def->getOperands(), [](Value operand) {
     Operation *producer = operand.getDefiningOp();
-    return !producer || producer->hasTrait<OpTrait::ConstantLike>() ||
+    return readsArgument(operand) ||
+           producer->hasTrait<OpTrait::ConstantLike>() ||
            isArgumentMask(operand);
   });
 }
