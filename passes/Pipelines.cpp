@@ -142,6 +142,8 @@ static void addLoopsToLLVMPasses(OpPassManager &pm,
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   addHostToLLVMPasses(pm, /*launches=*/false);
+  // Stored booleans as bytes, so that loops reading them vectorize.
+  pm.addPass(createLoomByteBooleansPass());
 }
 
 /// The host code's last steps to the LLVM dialect, on both targets, with

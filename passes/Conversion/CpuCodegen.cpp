@@ -3,8 +3,9 @@
 // Rewrites that let LLVM's loop vectorizer handle what Loom's lowering
 // produces: fast-math flags on maxima, minima and products (not on sums,
 // whose order must not depend on what fusion put around them), sums,
-// maxima and minima split into lanes, and polynomial approximations of f32
-// transcendental functions in place of libm calls.
+// maxima and minima split into lanes, polynomial approximations of f32
+// transcendental functions in place of libm calls, and booleans loaded and
+// stored as bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,10 +16,11 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -27,6 +29,7 @@
 namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMREASSOCIATEREDUCTIONSPASS
 #define GEN_PASS_DEF_LOOMAPPROXIMATEMATHPASS
+#define GEN_PASS_DEF_LOOMBYTEBOOLEANSPASS
 #define GEN_PASS_DEF_LOOMSPLITLANEREDUCTIONSPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
@@ -267,6 +270,34 @@ struct LoomApproximateMathPass
     });
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
+  }
+};
+
+struct LoomByteBooleansPass
+    : loom::impl::LoomByteBooleansPassBase<LoomByteBooleansPass> {
+  void runOnOperation() override {
+    OpBuilder builder(&getContext());
+    Type byte = builder.getI8Type();
+    auto isBool = [](Type type) { return type.isInteger(1); };
+    // The ops keep their attributes (alignment, aliasing, volatility): only
+    // the loaded or stored type changes.
+    getOperation().walk([&](LLVM::LoadOp load) {
+      if (!isBool(load.getType()))
+        return;
+      load.getResult().setType(byte);
+      builder.setInsertionPointAfter(load);
+      auto low = LLVM::TruncOp::create(builder, load.getLoc(),
+                                       builder.getI1Type(), load.getResult());
+      load.getResult().replaceAllUsesExcept(low, low);
+    });
+    getOperation().walk([&](LLVM::StoreOp store) {
+      if (!isBool(store.getValue().getType()))
+        return;
+      builder.setInsertionPoint(store);
+      auto wide =
+          LLVM::ZExtOp::create(builder, store.getLoc(), byte, store.getValue());
+      store.getValueMutable().assign(wide);
+    });
   }
 };
 

@@ -281,6 +281,24 @@ def LoomApproximateMathPass
                            "::mlir::vector::VectorDialect"];
 }
 
+def LoomByteBooleansPass : Pass<"loom-byte-booleans", "::mlir::ModuleOp"> {
+  let summary = "loads and stores i1 values in memory as bytes (i8) in the LLVM dialect";
+  let description = [{
+    Rewrites each `llvm.load` of an `i1` as a load of an `i8` followed by
+    `llvm.trunc`, and each `llvm.store` of an `i1` as `llvm.zext` to `i8`
+    followed by a store of the byte. Memory is unchanged: an `i1` already
+    takes one byte holding 0 or 1 (what these stores write, and what
+    constants, the runtime and `.npy` booleans hold), and truncation reads
+    its low bit. LLVM's loop vectorizer widens byte loads and stores into
+    vector loads and stores (a compare of the bytes gives the mask), where it
+    assembles a mask of `i1` loads one byte at a time: the loops that read a
+    stored boolean tensor (a broadcast attention mask, a comparison kept for
+    the backward pass) stay vectorized. Vectors of `i1` (bit-packed in
+    memory) are left as they are. The CPU pipeline runs it last.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def LoomSplitReductionsPass
     : Pass<"loom-split-reductions", "::mlir::func::FuncOp"> {
   let summary = "splits linalg ops whose outer loops reduce along a parallel dimension";
