@@ -290,10 +290,10 @@ def LoomByteBooleansPass : Pass<"loom-byte-booleans", "::mlir::ModuleOp"> {
     takes one byte holding 0 or 1 (what these stores write, and what
     constants, the runtime and `.npy` booleans hold), and truncation reads
     its low bit. LLVM's loop vectorizer widens byte loads and stores into
-    vector loads and stores (a compare of the bytes gives the mask), where it
-    assembles a mask of `i1` loads one byte at a time: the loops that read a
-    stored boolean tensor (a broadcast attention mask, a comparison kept for
-    the backward pass) stay vectorized. Vectors of `i1` (bit-packed in
+    vector loads and stores (the mask taken from the bytes' low bits), while
+    for `i1` loads it assembles each mask register one byte at a time: loops
+    that read a stored boolean tensor (a constant attention mask, a
+    comparison a function returns) vectorize. Vectors of `i1` (bit-packed in
     memory) are left as they are. The CPU pipeline runs it last.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
