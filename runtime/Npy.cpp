@@ -7,11 +7,12 @@
 
 #include "Npy.h"
 
+#include "Files.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 
 using namespace loom::npy;
 
@@ -65,13 +66,11 @@ static size_t valueOf(const std::string &header, const char *key) {
 }
 
 bool loom::npy::read(const std::string &path, Array &out, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::vector<char> bytes;
+  if (!loom::rt::readWholeFile(path, bytes)) {
     error = "cannot read " + path;
     return false;
   }
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
   return parse(bytes.data(), bytes.size(), path, out, error);
 }
 

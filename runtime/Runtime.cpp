@@ -17,11 +17,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "loom/runtime.h"
 #include "Allocator.h"
 #include "Collectives.h"
+#include "Files.h"
 #include "Status.h"
 #include "Trace.h"
-#include "loom/runtime.h"
 
 #include <nlohmann/json.hpp>
 
@@ -400,11 +401,8 @@ static loom_status_t createSession(const std::string &dir,
   std::vector<char> params;
   {
     std::string path = dir + "/" + manifest.value("parameters_file", "params.bin");
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
+    if (!loom::rt::readWholeFile(path, params))
       return bad("cannot read " + path);
-    params.assign(std::istreambuf_iterator<char>(in),
-                  std::istreambuf_iterator<char>());
   }
 
   if (manifest.contains("mesh")) {

@@ -2,6 +2,8 @@
 
 #include "Training.h"
 
+#include "Files.h"
+
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -48,13 +50,11 @@ bool loom::train::readTokens(const std::string &path, const std::string &dtype,
             "\"";
     return false;
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::vector<char> bytes;
+  if (!loom::rt::readWholeFile(path, bytes)) {
     error = "cannot read token file " + path;
     return false;
   }
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
   if (bytes.size() % width) {
     error = path + " holds " + std::to_string(bytes.size()) +
             " bytes, not a whole number of " + dtype + " tokens";
@@ -342,13 +342,11 @@ bool loom::train::writeCheckpoint(const std::string &path,
 
 bool loom::train::readCheckpoint(const std::string &path,
                                  Checkpoint &checkpoint, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::vector<char> bytes;
+  if (!loom::rt::readWholeFile(path, bytes)) {
     error = "cannot read checkpoint " + path;
     return false;
   }
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
   auto corrupt = [&](const std::string &why) {
     error = "checkpoint " + path + " is corrupted or not a Loom checkpoint (" +
             why + ")";
