@@ -65,17 +65,11 @@ static size_t valueOf(const std::string &header, const char *key) {
   return at;
 }
 
-bool loom::npy::read(const std::string &path, Array &out, std::string &error) {
-  std::vector<char> bytes;
-  if (!loom::rt::readWholeFile(path, bytes)) {
-    error = "cannot read " + path;
-    return false;
-  }
-  return parse(bytes.data(), bytes.size(), path, out, error);
-}
-
-bool loom::npy::parse(const char *data, size_t size, const std::string &path,
-                      Array &out, std::string &error) {
+/// Checks the `size` bytes of a .npy file at `data` and sets `out`'s type and
+/// shape; its elements start at `dataStart`, and the file holds them all.
+static bool parseHeader(const char *data, size_t size, const std::string &path,
+                        loom::npy::Array &out, std::string &error,
+                        size_t &dataStart) {
   struct Bytes {
     const char *data;
     size_t count;
@@ -158,11 +152,35 @@ bool loom::npy::parse(const char *data, size_t size, const std::string &path,
     pos = comma + 1;
   }
   size_t dataBytes = out.numElements() * loom_dtype_size(out.dtype);
-  size_t dataStart = headerStart + headerLen;
+  dataStart = headerStart + headerLen;
   if (bytes.size() - dataStart != dataBytes)
     return fail("holds " + std::to_string(bytes.size() - dataStart) +
                 " bytes of data, its shape needs " + std::to_string(dataBytes));
-  out.data.assign(bytes.data + dataStart, bytes.data + bytes.size());
+  return true;
+}
+
+bool loom::npy::parse(const char *data, size_t size, const std::string &path,
+                      Array &out, std::string &error) {
+  size_t dataStart = 0;
+  if (!parseHeader(data, size, path, out, error, dataStart))
+    return false;
+  out.data.assign(data + dataStart, data + size);
+  return true;
+}
+
+bool loom::npy::read(const std::string &path, Array &out, std::string &error) {
+  std::vector<char> bytes;
+  if (!loom::rt::readWholeFile(path, bytes)) {
+    error = "cannot read " + path;
+    return false;
+  }
+  size_t dataStart = 0;
+  if (!parseHeader(bytes.data(), bytes.size(), path, out, error, dataStart))
+    return false;
+  // The file's buffer becomes the array's, less its header: no second copy
+  // of the elements.
+  bytes.erase(bytes.begin(), bytes.begin() + dataStart);
+  out.data = std::move(bytes);
   return true;
 }
 
