@@ -38,6 +38,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -123,6 +124,11 @@ void loom::buildLoomLinalgToLLVMPipeline(
 static void addLoopsToLLVMPasses(OpPassManager &pm,
                                  const loom::LoomCpuPipelineOptions &options) {
   using namespace loom;
+  // Innermost unit-stride loops vectorized even where they are short.
+  if (options.optLevel > 1) {
+    pm.addPass(createParallelForToNestedForsPass());
+    pm.addPass(createLoomVectorizeInnerLoopsPass());
+  }
   pm.addPass(createSCFToControlFlowPass());
   // bf16 and f16 arithmetic and math in f32, rounded back: CPUs compute
   // neither natively (loom-autocast's types; products go to the runtime's
@@ -144,6 +150,7 @@ static void addLoopsToLLVMPasses(OpPassManager &pm,
   addHostToLLVMPasses(pm, /*launches=*/false);
   // Stored booleans as bytes, so that loops reading them vectorize.
   pm.addPass(createLoomByteBooleansPass());
+  pm.addPass(createLoomAttachLoopAnnotationsPass());
 }
 
 /// The host code's last steps to the LLVM dialect, on both targets, with

@@ -14,12 +14,15 @@
 #include "passes/Passes.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/AsmParser/AsmParser.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -30,6 +33,8 @@ namespace mlir::loom {
 #define GEN_PASS_DEF_LOOMREASSOCIATEREDUCTIONSPASS
 #define GEN_PASS_DEF_LOOMAPPROXIMATEMATHPASS
 #define GEN_PASS_DEF_LOOMBYTEBOOLEANSPASS
+#define GEN_PASS_DEF_LOOMVECTORIZEINNERLOOPSPASS
+#define GEN_PASS_DEF_LOOMATTACHLOOPANNOTATIONSPASS
 #define GEN_PASS_DEF_LOOMSPLITLANEREDUCTIONSPASS
 #include "passes/Conversion/Passes.h.inc"
 } // namespace mlir::loom
@@ -297,6 +302,71 @@ struct LoomByteBooleansPass
       auto wide =
           LLVM::ZExtOp::create(builder, store.getLoc(), byte, store.getValue());
       store.getValueMutable().assign(wide);
+    });
+  }
+};
+
+/// Whether every memory access of `loop`'s body walks a unit-stride
+/// innermost dimension with the induction variable (as its last index, and
+/// nowhere else), and the loop carries no value: a loop whose iterations are
+/// independent and whose vector form reads and writes whole vectors.
+static bool isUnitStrideLoop(scf::ForOp loop) {
+  if (loop.getNumRegionIterArgs() != 0)
+    return false;
+  Value iv = loop.getInductionVar();
+  bool ok = true, touches = false;
+  auto check = [&](MemRefType type, ValueRange indices) {
+    if (indices.empty() || indices.back() != iv ||
+        llvm::is_contained(indices.drop_back(), iv)) {
+      ok = false;
+      return;
+    }
+    int64_t offset;
+    SmallVector<int64_t> strides;
+    if (failed(type.getStridesAndOffset(strides, offset)) ||
+        strides.back() != 1)
+      ok = false;
+    touches = true;
+  };
+  loop.getBody()->walk([&](Operation *op) {
+    if (isa<LoopLikeOpInterface>(op) || isa<func::CallOp>(op))
+      ok = false;
+    else if (auto load = dyn_cast<memref::LoadOp>(op))
+      check(load.getMemRefType(), load.getIndices());
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      check(store.getMemRefType(), store.getIndices());
+  });
+  return ok && touches;
+}
+
+struct LoomVectorizeInnerLoopsPass
+    : loom::impl::LoomVectorizeInnerLoopsPassBase<LoomVectorizeInnerLoopsPass> {
+  void runOnOperation() override {
+    // Not unrolled first: LLVM's full unroller runs before the vectorizer
+    // and would turn a 32-iteration loop into 32 scalar copies.
+    Attribute vectorize = parseAttribute("#llvm.loop_annotation<vectorize = "
+                                         "<disable = false>, unroll = "
+                                         "<disable = true>>",
+                                         &getContext());
+    getOperation().walk([&](scf::ForOp loop) {
+      std::optional<APInt> trips = loop.getStaticTripCount();
+      if (trips && trips->getSExtValue() >= 16 && isUnitStrideLoop(loop))
+        loop->setAttr("llvm.loop_annotation", vectorize);
+    });
+  }
+};
+
+struct LoomAttachLoopAnnotationsPass
+    : loom::impl::LoomAttachLoopAnnotationsPassBase<
+          LoomAttachLoopAnnotationsPass> {
+  void runOnOperation() override {
+    getOperation().walk([&](LLVM::BrOp br) {
+      auto annotation =
+          br->getAttrOfType<LLVM::LoopAnnotationAttr>("llvm.loop_annotation");
+      if (!annotation)
+        return;
+      br->removeAttr("llvm.loop_annotation");
+      br.setLoopAnnotationAttr(annotation);
     });
   }
 };

@@ -299,6 +299,41 @@ def LoomByteBooleansPass : Pass<"loom-byte-booleans", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def LoomVectorizeInnerLoopsPass
+    : Pass<"loom-vectorize-inner-loops", "::mlir::ModuleOp"> {
+  let summary = "asks LLVM to vectorize innermost unit-stride loops of 16 or more iterations";
+  let description = [{
+    Puts `llvm.loop_annotation<vectorize = <disable = false>, unroll =
+    <disable = true>>` on each innermost `scf.for` with a static trip count
+    of at least 16 that carries no value and whose every `memref.load` and
+    `memref.store` indexes a unit-stride innermost dimension with the
+    induction variable (and uses it nowhere else): loops whose iterations
+    are independent and whose vector form moves whole vectors. LLVM's cost
+    model declined such loops when their trip count was small (the buffers
+    may alias, so the vector loop needs run-time checks), and its full
+    unroller then made each one scalar loads and stores: the attention
+    heads' transposing copies (an innermost head dimension of 32) ran at a
+    third of a plain copy's speed. Sums are never marked (their
+    accumulators do not use the innermost index), so no order of
+    arithmetic changes. `SCFToControlFlow` leaves the annotation on the
+    loop's latch branch; `loom-attach-loop-annotations` hands it to LLVM.
+    `loomc -O2` and above run it, after `scf-parallel-for-to-nested-fors`.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+def LoomAttachLoopAnnotationsPass
+    : Pass<"loom-attach-loop-annotations", "::mlir::ModuleOp"> {
+  let summary = "makes the llvm.loop_annotation attribute of llvm.br the branch's loop annotation";
+  let description = [{
+    `SCFToControlFlow` copies an `scf.for`'s `llvm.loop_annotation`
+    attribute to its latch branch, and the conversion to the LLVM dialect
+    keeps it there as a plain attribute, which translation to LLVM IR does
+    not read; this pass moves it into `llvm.br`'s `loop_annotation`, so the
+    loop carries its `llvm.loop` metadata.
+  }];
+}
+
 def LoomSplitReductionsPass
     : Pass<"loom-split-reductions", "::mlir::func::FuncOp"> {
   let summary = "splits linalg ops whose outer loops reduce along a parallel dimension";
