@@ -175,10 +175,11 @@ bool readsArgument(Value value) {
 /// Whether `value` is a boolean mask computed from the step's arguments
 /// (readsArgument) and constants alone by side-effect-free ops (a causal
 /// mask compared out of an input): a recomputed layer computes it again,
-/// exactly, instead of reading it through a barrier, which would store it as a
-/// tensor of i1 that every loop reading it loads one byte per element (in the
-/// benchmark GPT's recomputed attention, about 1 ms of a 44 ms fp32 step per
-/// layer on one thread).
+/// exactly, instead of reading it through a barrier, which would keep a
+/// tensor of i1 alive across the step for the recomputation. (Such stored
+/// masks were also slow to read, a byte per element, before
+/// loom-byte-booleans; this was measured then at about 1 ms of a 44 ms fp32
+/// step per layer on one thread.)
 bool isArgumentMask(Value value) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
   Operation *def = value.getDefiningOp();

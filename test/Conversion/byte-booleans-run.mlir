@@ -1,9 +1,9 @@
 // RUN: loom-opt %s --loom-cpu-pipeline | mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_libs,%loomrt | FileCheck %s
 // RUN: loom-opt %s --loom-cpu-pipeline | mlir-translate --mlir-to-llvmir | opt -O3 -mtriple=x86_64-unknown-linux-gnu -mcpu=x86-64-v4 -S | FileCheck %s --check-prefix=VEC --implicit-check-not="load i1,"
 
-// Boolean tensors that a function boundary keeps in memory (as a broadcast
-// attention mask or a comparison kept for the backward pass are kept between
-// loops): stored and loaded as bytes by loom-byte-booleans, with the values
+// Boolean tensors that a function boundary keeps in memory (as a constant
+// attention mask is kept between loops): stored and loaded as bytes by
+// loom-byte-booleans, with the values
 // worked out by hand in the comments. Then the loop that reads a stored mask
 // vectorizes: LLVM's vectorizer loads its bytes as vectors (VEC) and has no
 // i1 load left to assemble a byte at a time.
