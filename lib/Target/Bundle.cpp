@@ -24,6 +24,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/IR/DiagnosticInfo.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
@@ -309,6 +310,20 @@ static LogicalResult addPackedEntry(llvm::Module &module, StringRef name) {
   return success();
 }
 
+namespace {
+/// LLVM's diagnostics during code generation, printed as LLVM prints them,
+/// less its "loop not vectorized" warnings: loom-vectorize-inner-loops asks
+/// for every loop it deems vectorizable to be vectorized, and a loop LLVM
+/// then declines (its legality checks see more than the pass: array bounds
+/// it cannot identify, unsafe dependences) is the compiler's concern, not
+/// the user's; it runs as scalar code.
+struct CodegenDiagnostics : llvm::DiagnosticHandler {
+  bool handleDiagnostics(const llvm::DiagnosticInfo &info) override {
+    return info.getKind() == llvm::DK_OptimizationFailure;
+  }
+};
+} // namespace
+
 LogicalResult mlir::loom::emitObjectFile(ModuleOp llvmModule,
                                          ArrayRef<EntrySignature> entries,
                                          unsigned optLevel,
@@ -320,6 +335,7 @@ LogicalResult mlir::loom::emitObjectFile(ModuleOp llvmModule,
   registerGPUDialectTranslation(*context);
   registerNVVMDialectTranslation(*context);
   llvm::LLVMContext llvmContext;
+  llvmContext.setDiagnosticHandler(std::make_unique<CodegenDiagnostics>());
   std::unique_ptr<llvm::Module> module =
       translateModuleToLLVMIR(llvmModule, llvmContext, "loom");
   if (!module)
