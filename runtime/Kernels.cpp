@@ -6,10 +6,11 @@
 // libloomrt when the bundle is loaded. fp32 GEMM is oneDNN's (`dnnl_sgemm`)
 // for large results and OpenBLAS's for small ones; bf16 products (f32
 // results) are oneDNN matmul primitives (AMX or AVX-512 BF16 where the CPU
-// has them), cached per shape; fp16 products too where oneDNN has them (the
-// oneDNN 2.6 of Debian 12 has no f16 matmul for CPUs, so there they widen
-// their factors and take the f32 GEMM). All run single-threaded, split over the
-// runtime's thread pool (Parallel.h), which also runs the bundles' own
+// has them), cached per shape, unless the f32 GEMM on their factors widened
+// to f32 is faster on this CPU (nativeBf16); fp16 products too where oneDNN has
+// them (the oneDNN 2.6 of Debian 12 has no f16 matmul for CPUs, so there they
+// widen their factors and take the f32 GEMM). All run single-threaded, split
+// over the runtime's thread pool (Parallel.h), which also runs the bundles' own
 // parallel loops: one set of threads for everything.
 //
 //===----------------------------------------------------------------------===//
@@ -25,12 +26,14 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -106,13 +109,35 @@ struct LowGemm {
 };
 
 /// c = op(a) * op(b) + beta * c with bf16 or f16 factors and an f32 result,
-/// on the calling thread. Products oneDNN cannot do (f16 in oneDNN 2.6,
-/// also on this AVX-512 FP16 CPU) convert the factors to f32 for the f32
-/// GEMM.
+/// on the calling thread, by converting the factors to f32 for the f32 GEMM
+/// (exact: every bf16 and f16 value is an f32 value).
 template <typename T>
-void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
-          const T *a, int64_t lda, const T *b, int64_t ldb, float beta,
-          float *c, int64_t ldc) {
+void widenedGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
+                 int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
+                 float beta, float *c, int64_t ldc) {
+  // The factors in f32, densely packed in their own layouts.
+  thread_local std::vector<float> wideA, wideB;
+  int64_t aRows = transposeA ? k : m, aCols = transposeA ? m : k;
+  int64_t bRows = transposeB ? n : k, bCols = transposeB ? k : n;
+  wideA.resize(aRows * aCols);
+  wideB.resize(bRows * bCols);
+  for (int64_t i = 0; i < aRows; ++i)
+    for (int64_t j = 0; j < aCols; ++j)
+      wideA[i * aCols + j] = toFloat(a[i * lda + j]);
+  for (int64_t i = 0; i < bRows; ++i)
+    for (int64_t j = 0; j < bCols; ++j)
+      wideB[i * bCols + j] = toFloat(b[i * ldb + j]);
+  gemm(transposeA, transposeB, m, n, k, wideA.data(), aCols, wideB.data(),
+       bCols, beta, c, ldc);
+}
+
+/// c = op(a) * op(b) + beta * c with bf16 or f16 factors and an f32 result
+/// by oneDNN's matmul, on the calling thread; false when oneDNN has no
+/// implementation for it (f16 in oneDNN 2.6, also on AVX-512 FP16 CPUs).
+template <typename T>
+bool nativeGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
+                int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
+                float beta, float *c, int64_t ldc) {
   singleThreadedDnnl();
   using dnnl::memory;
   static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
@@ -149,29 +174,86 @@ void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
       g.valid = false;
     }
   }
-  if (g.valid) {
-    g.a.set_data_handle(const_cast<T *>(a));
-    g.b.set_data_handle(const_cast<T *>(b));
-    g.c.set_data_handle(c);
-    g.primitive.execute(stream, {{DNNL_ARG_SRC, g.a},
-                                 {DNNL_ARG_WEIGHTS, g.b},
-                                 {DNNL_ARG_DST, g.c}});
+  if (!g.valid)
+    return false;
+  g.a.set_data_handle(const_cast<T *>(a));
+  g.b.set_data_handle(const_cast<T *>(b));
+  g.c.set_data_handle(c);
+  g.primitive.execute(
+      stream,
+      {{DNNL_ARG_SRC, g.a}, {DNNL_ARG_WEIGHTS, g.b}, {DNNL_ARG_DST, g.c}});
+  return true;
+}
+
+/// Whether bf16 products take oneDNN's bf16 matmul (false: widenedGemm).
+/// Where the CPU multiplies bf16 fast (AMX; AVX-512 BF16 on an AMD EPYC
+/// (Zen 4): oneDNN's bf16 products at 1.97x its f32 GEMM's rate) they do;
+/// where it does not (an Intel Xeon VM with AVX-512 BF16 but no AMX:
+/// oneDNN's bf16 matmul reached 84 GFLOP/s against the f32 GEMM's 163 on
+/// one thread) the f32 GEMM on widened factors is faster, and computes the
+/// same products, accumulated in f32. Decided once per process by timing a
+/// 256 x 256 x 256 product both ways on the calling thread (about 2 ms):
+/// widened only when that is more than 1.5x faster, so that machines where
+/// the two are close do not flip from run to run. LOOM_BF16_GEMM=native or
+/// =widened decides instead.
+bool nativeBf16() {
+  static const bool native = [] {
+    if (const char *choice = std::getenv("LOOM_BF16_GEMM"); choice && *choice) {
+      if (std::strcmp(choice, "native") == 0)
+        return true;
+      if (std::strcmp(choice, "widened") == 0)
+        return false;
+      std::fprintf(stderr,
+                   "loom: warning: LOOM_BF16_GEMM=%s is neither native nor "
+                   "widened; timing both\n",
+                   choice);
+    }
+    constexpr int64_t side = 256;
+    // 1.0 in bf16, so that the timed products are of ordinary numbers.
+    std::vector<Bf16> a(side * side, Bf16{0x3f80}),
+        b(side * side, Bf16{0x3f80});
+    std::vector<float> c(side * side);
+    auto fastest = [&](auto product) {
+      double best = 1e30;
+      for (int run = 0; run < 4; ++run) {
+        auto start = std::chrono::steady_clock::now();
+        product();
+        double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+        if (run > 0) // the first builds the kernels
+          best = std::min(best, seconds);
+      }
+      return best;
+    };
+    bool available = true;
+    double nativeSeconds = fastest([&] {
+      available = nativeGemm(false, false, side, side, side, a.data(), side,
+                             b.data(), side, 0.0f, c.data(), side);
+    });
+    if (!available)
+      return false;
+    double widenedSeconds = fastest([&] {
+      widenedGemm(false, false, side, side, side, a.data(), side, b.data(),
+                  side, 0.0f, c.data(), side);
+    });
+    return !(nativeSeconds > 1.5 * widenedSeconds);
+  }();
+  return native;
+}
+
+/// c = op(a) * op(b) + beta * c with bf16 or f16 factors and an f32 result,
+/// on the calling thread: oneDNN's matmul where it has one (for bf16 where
+/// nativeBf16), else the f32 GEMM on widened factors.
+template <typename T>
+void gemm(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+          const T *a, int64_t lda, const T *b, int64_t ldb, float beta,
+          float *c, int64_t ldc) {
+  bool native = !std::is_same_v<T, Bf16> || nativeBf16();
+  if (native &&
+      nativeGemm(transposeA, transposeB, m, n, k, a, lda, b, ldb, beta, c, ldc))
     return;
-  }
-  // The factors in f32, densely packed in their own layouts.
-  thread_local std::vector<float> wideA, wideB;
-  int64_t aRows = transposeA ? k : m, aCols = transposeA ? m : k;
-  int64_t bRows = transposeB ? n : k, bCols = transposeB ? k : n;
-  wideA.resize(aRows * aCols);
-  wideB.resize(bRows * bCols);
-  for (int64_t i = 0; i < aRows; ++i)
-    for (int64_t j = 0; j < aCols; ++j)
-      wideA[i * aCols + j] = toFloat(a[i * lda + j]);
-  for (int64_t i = 0; i < bRows; ++i)
-    for (int64_t j = 0; j < bCols; ++j)
-      wideB[i * bCols + j] = toFloat(b[i * ldb + j]);
-  gemm(transposeA, transposeB, m, n, k, wideA.data(), aCols, wideB.data(),
-       bCols, beta, c, ldc);
+  widenedGemm(transposeA, transposeB, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 
 /// Products smaller than this many multiply-adds run on one thread.
@@ -187,6 +269,30 @@ void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
                   int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
                   float beta, float *c, int64_t ldc) {
   int threads = loom::rt::numThreads();
+  if constexpr (std::is_same_v<T, Bf16>) {
+    if (!nativeBf16() && threads > 1) {
+      // Widened once, split over the pool, rather than the shared factor
+      // by every thread's block.
+      thread_local std::vector<float> wideA, wideB;
+      int64_t aRows = transposeA ? k : m, aCols = transposeA ? m : k;
+      int64_t bRows = transposeB ? n : k, bCols = transposeB ? k : n;
+      wideA.resize(aRows * aCols);
+      wideB.resize(bRows * bCols);
+      auto widen = [](const T *from, int64_t ld, int64_t rows, int64_t cols,
+                      float *to) {
+        loom::rt::parallelFor(rows, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i)
+            for (int64_t j = 0; j < cols; ++j)
+              to[i * cols + j] = toFloat(from[i * ld + j]);
+        });
+      };
+      widen(a, lda, aRows, aCols, wideA.data());
+      widen(b, ldb, bRows, bCols, wideB.data());
+      parallelGemm(transposeA, transposeB, m, n, k, wideA.data(), aCols,
+                   wideB.data(), bCols, beta, c, ldc);
+      return;
+    }
+  }
   constexpr int64_t tile = 16;
   bool rowsSplit = m >= threads * tile, columnsSplit = n >= threads * tile;
   bool byRows = rowsSplit && (m >= n || !columnsSplit);
