@@ -25,8 +25,11 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <omp.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -186,15 +189,15 @@ bool nativeGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
 }
 
 /// Whether bf16 products take oneDNN's bf16 matmul (false: widenedGemm).
-/// Where the CPU multiplies bf16 fast (AMX; AVX-512 BF16 on an AMD EPYC
-/// (Zen 4): oneDNN's bf16 products at 1.97x its f32 GEMM's rate) they do;
-/// where it does not (an Intel Xeon VM with AVX-512 BF16 but no AMX:
-/// oneDNN's bf16 matmul reached 84 GFLOP/s against the f32 GEMM's 163 on
-/// one thread) the f32 GEMM on widened factors is faster, and computes the
-/// same products, accumulated in f32. Decided once per process by timing a
-/// 256 x 256 x 256 product both ways on the calling thread (about 2 ms):
-/// widened only when that is more than 1.5x faster, so that machines where
-/// the two are close do not flip from run to run. LOOM_BF16_GEMM=native or
+/// Where the CPU multiplies bf16 fast they do: with AMX, and with AVX-512
+/// BF16 on AMD's CPUs (an AMD EPYC (Zen 4): oneDNN's bf16 products at 1.97x
+/// its f32 GEMM's rate). Elsewhere the f32 GEMM on widened factors computes
+/// the same products, accumulated in f32, faster: an Intel Xeon VM with
+/// AVX-512 BF16 but no AMX ran oneDNN's bf16 matmul at 84 GFLOP/s against
+/// the f32 GEMM's 163 on one thread, and without AVX-512 BF16 oneDNN
+/// emulates bf16. Decided by the CPU, not by timing, so that every process
+/// on a machine decides alike (the ranks of a run; a resumed run and a
+/// straight one, which must agree bit for bit). LOOM_BF16_GEMM=native or
 /// =widened decides instead.
 bool nativeBf16() {
   static const bool native = [] {
@@ -205,39 +208,29 @@ bool nativeBf16() {
         return false;
       std::fprintf(stderr,
                    "loom: warning: LOOM_BF16_GEMM=%s is neither native nor "
-                   "widened; timing both\n",
+                   "widened; deciding by the CPU\n",
                    choice);
     }
-    constexpr int64_t side = 256;
-    // 1.0 in bf16, so that the timed products are of ordinary numbers.
-    std::vector<Bf16> a(side * side, Bf16{0x3f80}),
-        b(side * side, Bf16{0x3f80});
-    std::vector<float> c(side * side);
-    auto fastest = [&](auto product) {
-      double best = 1e30;
-      for (int run = 0; run < 4; ++run) {
-        auto start = std::chrono::steady_clock::now();
-        product();
-        double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
-        if (run > 0) // the first builds the kernels
-          best = std::min(best, seconds);
-      }
-      return best;
+    auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    auto has = [&](dnnl::cpu_isa wanted) {
+      auto bits = static_cast<unsigned>(wanted);
+      return (isa & bits) == bits;
     };
-    bool available = true;
-    double nativeSeconds = fastest([&] {
-      available = nativeGemm(false, false, side, side, side, a.data(), side,
-                             b.data(), side, 0.0f, c.data(), side);
-    });
-    if (!available)
-      return false;
-    double widenedSeconds = fastest([&] {
-      widenedGemm(false, false, side, side, side, a.data(), side, b.data(),
-                  side, 0.0f, c.data(), side);
-    });
-    return !(nativeSeconds > 1.5 * widenedSeconds);
+    if (has(dnnl::cpu_isa::avx512_core_amx))
+      return true;
+    bool amd = false;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned eax, ebx, ecx, edx;
+    if (__get_cpuid(0, &eax, &ebx, &ecx, &edx)) {
+      char vendor[13];
+      std::memcpy(vendor, &ebx, 4);
+      std::memcpy(vendor + 4, &edx, 4);
+      std::memcpy(vendor + 8, &ecx, 4);
+      vendor[12] = 0;
+      amd = std::strcmp(vendor, "AuthenticAMD") == 0;
+    }
+#endif
+    return amd && has(dnnl::cpu_isa::avx512_core_bf16);
   }();
   return native;
 }
