@@ -37,6 +37,7 @@
 #include <map>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -111,27 +112,44 @@ struct LowGemm {
   bool valid = false;
 };
 
+/// The factors of a bf16 or f16 product in f32 (exact: every bf16 and f16
+/// value is an f32 value), densely packed in their own layouts (leading
+/// dimensions: a's columns, b's columns) in the calling thread's buffers;
+/// converted over the thread pool when `parallel`.
+template <typename T>
+std::pair<const float *, const float *>
+widenFactors(bool transposeA, bool transposeB, int64_t m, int64_t n, int64_t k,
+             const T *a, int64_t lda, const T *b, int64_t ldb, bool parallel) {
+  thread_local std::vector<float> wideA, wideB;
+  auto widen = [&](const T *from, int64_t ld, int64_t rows, int64_t cols,
+                   std::vector<float> &to) {
+    to.resize(rows * cols);
+    float *out = to.data();
+    auto convert = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        for (int64_t j = 0; j < cols; ++j)
+          out[i * cols + j] = toFloat(from[i * ld + j]);
+    };
+    if (parallel)
+      loom::rt::parallelFor(rows, convert);
+    else
+      convert(0, rows);
+  };
+  widen(a, lda, transposeA ? k : m, transposeA ? m : k, wideA);
+  widen(b, ldb, transposeB ? n : k, transposeB ? k : n, wideB);
+  return {wideA.data(), wideB.data()};
+}
+
 /// c = op(a) * op(b) + beta * c with bf16 or f16 factors and an f32 result,
-/// on the calling thread, by converting the factors to f32 for the f32 GEMM
-/// (exact: every bf16 and f16 value is an f32 value).
+/// on the calling thread, by the f32 GEMM on the factors widened to f32.
 template <typename T>
 void widenedGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
                  int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
                  float beta, float *c, int64_t ldc) {
-  // The factors in f32, densely packed in their own layouts.
-  thread_local std::vector<float> wideA, wideB;
-  int64_t aRows = transposeA ? k : m, aCols = transposeA ? m : k;
-  int64_t bRows = transposeB ? n : k, bCols = transposeB ? k : n;
-  wideA.resize(aRows * aCols);
-  wideB.resize(bRows * bCols);
-  for (int64_t i = 0; i < aRows; ++i)
-    for (int64_t j = 0; j < aCols; ++j)
-      wideA[i * aCols + j] = toFloat(a[i * lda + j]);
-  for (int64_t i = 0; i < bRows; ++i)
-    for (int64_t j = 0; j < bCols; ++j)
-      wideB[i * bCols + j] = toFloat(b[i * ldb + j]);
-  gemm(transposeA, transposeB, m, n, k, wideA.data(), aCols, wideB.data(),
-       bCols, beta, c, ldc);
+  auto [wideA, wideB] = widenFactors(transposeA, transposeB, m, n, k, a, lda, b,
+                                     ldb, /*parallel=*/false);
+  gemm(transposeA, transposeB, m, n, k, wideA, transposeA ? m : k, wideB,
+       transposeB ? k : n, beta, c, ldc);
 }
 
 /// c = op(a) * op(b) + beta * c with bf16 or f16 factors and an f32 result
@@ -262,30 +280,6 @@ void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
                   int64_t k, const T *a, int64_t lda, const T *b, int64_t ldb,
                   float beta, float *c, int64_t ldc) {
   int threads = loom::rt::numThreads();
-  if constexpr (std::is_same_v<T, Bf16>) {
-    if (!nativeBf16() && threads > 1) {
-      // Widened once, split over the pool, rather than the shared factor
-      // by every thread's block.
-      thread_local std::vector<float> wideA, wideB;
-      int64_t aRows = transposeA ? k : m, aCols = transposeA ? m : k;
-      int64_t bRows = transposeB ? n : k, bCols = transposeB ? k : n;
-      wideA.resize(aRows * aCols);
-      wideB.resize(bRows * bCols);
-      auto widen = [](const T *from, int64_t ld, int64_t rows, int64_t cols,
-                      float *to) {
-        loom::rt::parallelFor(rows, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i)
-            for (int64_t j = 0; j < cols; ++j)
-              to[i * cols + j] = toFloat(from[i * ld + j]);
-        });
-      };
-      widen(a, lda, aRows, aCols, wideA.data());
-      widen(b, ldb, bRows, bCols, wideB.data());
-      parallelGemm(transposeA, transposeB, m, n, k, wideA.data(), aCols,
-                   wideB.data(), bCols, beta, c, ldc);
-      return;
-    }
-  }
   constexpr int64_t tile = 16;
   bool rowsSplit = m >= threads * tile, columnsSplit = n >= threads * tile;
   bool byRows = rowsSplit && (m >= n || !columnsSplit);
@@ -293,6 +287,17 @@ void parallelGemm(bool transposeA, bool transposeB, int64_t m, int64_t n,
       !(rowsSplit || columnsSplit)) {
     gemm(transposeA, transposeB, m, n, k, a, lda, b, ldb, beta, c, ldc);
     return;
+  }
+  if constexpr (std::is_same_v<T, Bf16>) {
+    if (!nativeBf16()) {
+      // Widened once, over the pool, rather than the factor the blocks
+      // share by every thread.
+      auto [wideA, wideB] = widenFactors(transposeA, transposeB, m, n, k, a,
+                                         lda, b, ldb, /*parallel=*/true);
+      parallelGemm(transposeA, transposeB, m, n, k, wideA, transposeA ? m : k,
+                   wideB, transposeB ? k : n, beta, c, ldc);
+      return;
+    }
   }
   int64_t extent = byRows ? m : n, tiles = (extent + tile - 1) / tile;
   loom::rt::parallelFor(tiles, [&](int64_t begin, int64_t end) {
