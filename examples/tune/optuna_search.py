@@ -110,10 +110,12 @@ def make_pruner(name: str, args):
                                           reduction_factor=3)
 
 
-def worker(args, storage: str, trials: int) -> None:
+def worker(args, storage: str, trials: int, index: int) -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    # Seeded by the worker's index, not its process id, so that a search
+    # draws the same hyperparameters from one run to the next.
     study = optuna.load_study(study_name="loom", storage=storage,
-                              sampler=optuna.samplers.TPESampler(seed=args.seed + os.getpid()),
+                              sampler=optuna.samplers.TPESampler(seed=args.seed + 1 + index),
                               pruner=make_pruner(args.pruner, args))
     train, val = make_data(args.samples, args.seed)
     study.optimize(objective_for(args, Bundles(args.model, args.out), train, val), n_trials=trials)
@@ -179,7 +181,8 @@ def main() -> int:
                                     sampler=sampler, pruner=pruner)
         shares = [args.trials // args.jobs + (i < args.trials % args.jobs) for i in range(args.jobs)]
         context = multiprocessing.get_context("spawn")
-        procs = [context.Process(target=worker, args=(args, storage, n)) for n in shares if n]
+        procs = [context.Process(target=worker, args=(args, storage, n, i))
+                 for i, n in enumerate(shares) if n]
         for p in procs:
             p.start()
         for p in procs:
